@@ -1,0 +1,119 @@
+/* Internal types of the OpenCL backend, shared by its files. */
+#ifndef FLASHCL_CL_INTERNAL_H
+#define FLASHCL_CL_INTERNAL_H
+
+#ifndef CL_TARGET_OPENCL_VERSION
+#define CL_TARGET_OPENCL_VERSION 120
+#endif
+#include <CL/cl.h>
+#include <threads.h>
+
+#include "../backend.h"
+
+typedef enum fc_vendor {
+    FC_VENDOR_NVIDIA,
+    FC_VENDOR_AMD,
+    FC_VENDOR_INTEL,
+    FC_VENDOR_POCL,      /* PoCL, whatever hardware it drives */
+    FC_VENDOR_OTHER
+} fc_vendor;
+
+/* Which mechanism the kernels use for reductions inside a work-group (cl/portability.h). */
+typedef enum fc_subgroup_kind {
+    FC_SG_NONE = 0,      /* local-memory fallback */
+    FC_SG_KHR,           /* cl_khr_subgroups (or OpenCL 3.0 __opencl_c_subgroups) */
+    FC_SG_INTEL,         /* cl_intel_subgroups */
+    FC_SG_NV_PTX         /* NVIDIA inline PTX shfl.sync, warp of 32 */
+} fc_subgroup_kind;
+
+typedef struct fc_cl_device {
+    cl_platform_id platform;
+    cl_device_id device;
+    flashcl_device_info info;   /* what flashcl_list_devices reports */
+    fc_vendor vendor;
+    fc_subgroup_kind subgroups;
+    int subgroup_size;          /* lanes the kernels may assume for FC_SG_*; 0 for NONE */
+    int is_gpu;
+    size_t max_work_group_size;
+    size_t local_mem_bytes;
+    cl_uint compute_units;
+    cl_uint mem_base_align_bytes;
+    cl_ulong max_alloc_bytes;
+    char driver_version[128];
+    char device_version[128];
+} fc_cl_device;
+
+/* Kernels of the softmax program, one per (input dtype, output dtype) pair and variant. */
+#define FC_DTYPE_COUNT 3
+typedef struct fc_softmax_kernels {
+    cl_kernel rows_in_registers[FC_DTYPE_COUNT][FC_DTYPE_COUNT];
+    cl_kernel online_chunked[FC_DTYPE_COUNT][FC_DTYPE_COUNT];
+    cl_kernel split_row_partial[FC_DTYPE_COUNT];                 /* by input dtype */
+    cl_kernel split_row_normalize[FC_DTYPE_COUNT][FC_DTYPE_COUNT];
+} fc_softmax_kernels;
+
+typedef struct fc_cl_context {
+    fc_cl_device dev;
+    cl_context context;
+    cl_command_queue queue;
+    cl_program softmax_program;
+    fc_softmax_kernels softmax;
+    /* Options the softmax program was built with (the -D values also tell softmax.c which
+     * work-group sizes the kernels were compiled for). */
+    char build_options[512];
+    int built_from_cache;       /* 1 when the program binary came from the disk cache */
+    double build_seconds;       /* time spent creating the program (compile or load) */
+    mtx_t launch_lock;          /* clSetKernelArg + enqueue must not interleave across threads */
+    cl_mem scratch;             /* grows on demand for split-row partials (under launch_lock) */
+    size_t scratch_bytes;
+} fc_cl_context;
+
+/* discovery.c */
+/* Enumerates every OpenCL device in stable order. *out is malloc'ed (free it); NULL when 0. */
+flashcl_status fc_cl_discover(fc_cl_device **out, size_t *count);
+/* Fills dev (vendor, limits, features, info) for one device of a platform. */
+flashcl_status fc_cl_describe(cl_platform_id platform, cl_device_id device, fc_cl_device *dev);
+
+/* errors.c: the symbolic name of an OpenCL error code ("CL_OUT_OF_RESOURCES"). */
+const char *fc_cl_error_name(cl_int err);
+/* Maps an OpenCL error to a flashcl status with a message naming the failed call. */
+flashcl_status fc_cl_fail(cl_int err, const char *what);
+
+/* program.c: builds (or loads from the cache) the programs and creates the kernels. */
+flashcl_status fc_cl_build_programs(fc_cl_context *ctx, const char *cache_dir);
+void fc_cl_release_programs(fc_cl_context *ctx);
+
+/* cache.c: binary cache. The key hashes everything that determines the binary. */
+typedef struct fc_cache_key {
+    char hex[33];               /* 128-bit FNV-1a of device, driver, options, source */
+} fc_cache_key;
+void fc_cache_make_key(fc_cache_key *key, const fc_cl_device *dev, const char *options,
+                       const char *const *sources, size_t nsources);
+/* Resolves the cache folder: explicit dir, else $FLASHCL_CACHE_DIR, else $XDG_CACHE_HOME/flashcl,
+ * else $HOME/.cache/flashcl. Returns 0 (and "" in out) when caching is off. */
+int fc_cache_dir(const char *requested, char *out, size_t out_size);
+/* Loads a verified binary; returns a malloc'ed buffer or NULL when missing or damaged. */
+unsigned char *fc_cache_load(const char *dir, const fc_cache_key *key, size_t *size);
+/* Stores a binary atomically (temp file + rename). Failure is not an error: returns 0/1. */
+int fc_cache_store(const char *dir, const fc_cache_key *key, const unsigned char *data,
+                   size_t size);
+
+/* softmax.c (owns cl/softmax.cl's host side) */
+/* Writes the -D options the softmax program is built with for this device. */
+void fc_cl_softmax_options(const fc_cl_device *dev, char *out, size_t out_size);
+/* Creates every kernel of ctx->softmax_program into ctx->softmax. */
+flashcl_status fc_cl_softmax_create_kernels(fc_cl_context *ctx);
+void fc_cl_softmax_release_kernels(fc_cl_context *ctx);
+/* Chooses the variant (or takes the forced one) and enqueues it. desc is already validated. */
+flashcl_status fc_cl_softmax(void *ctx, const fc_softmax_desc *desc);
+
+/* context.c */
+extern const fc_backend fc_opencl_backend;
+flashcl_status fc_cl_context_adopt(cl_context context, cl_device_id device,
+                                   cl_command_queue queue, const char *cache_dir, void **out);
+flashcl_status fc_cl_buffer_wrap(void *ctx, cl_mem mem, size_t *size, void **out_mem);
+cl_mem fc_cl_buffer_mem(void *mem);
+void fc_cl_context_objects(const void *ctx, cl_context *context, cl_device_id *device,
+                           cl_command_queue *queue);
+
+#endif
