@@ -179,11 +179,14 @@ typedef struct flashcl_attention_params {
     float softcap;              /* 0 = off; else scores become softcap*tanh(scores/softcap) */
 } flashcl_attention_params;
 
-/* Fused attention forward. q [B, Sq, Hq, D], k and v [B, Sk, Hkv, D], o [B, Sq, Hq, D] — any
- * strides, so BSHD and BHSD layouts both work; Hq a multiple of Hkv (GQA/MQA). lse, if not
- * NULL, is f32 [B, Hq, Sq] and receives the log-sum-exp of the scaled scores per query row.
- * o may not overlap q, k, v or lse. params may be NULL. Not implemented yet in this version:
- * returns FLASHCL_UNSUPPORTED after validating. */
+/* Fused attention forward: o = softmax(scale·q·kᵀ + mask)·v without materialising the scores.
+ * q [B, Sq, Hq, D], k and v [B, Sk, Hkv, D], o [B, Sq, Hq, D] — any strides with a contiguous
+ * last dimension, so BSHD and BHSD layouts both work; Hq a multiple of Hkv (GQA/MQA: query head
+ * h reads kv head h / (Hq/Hkv)). q, k, v and o share one dtype. lse, if not NULL, is f32
+ * [B, Hq, Sq] and receives the natural-log log-sum-exp of the final scores per query row.
+ * Causal masks and windows align bottom-right (key j visible to query i iff
+ * j <= i + Sk - Sq). A row with no visible key outputs zeros and lse = -inf. o may not overlap
+ * q, k, v or lse. params may be NULL. */
 FLASHCL_API flashcl_status flashcl_attention_forward(flashcl_context *ctx,
                                                      const flashcl_attention_params *params,
                                                      const flashcl_tensor *q,
@@ -191,6 +194,17 @@ FLASHCL_API flashcl_status flashcl_attention_forward(flashcl_context *ctx,
                                                      const flashcl_tensor *v,
                                                      const flashcl_tensor *o,
                                                      const flashcl_tensor *lse);
+
+/* Merges `parts` partial attention results of the same queries over disjoint key sets (split-KV,
+ * several calls, several devices): o_parts[i] [B, Sq, H, D] with lse_parts[i] f32 [B, H, Sq]
+ * into o [B, Sq, H, D] (and lse, if not NULL). o[i] = sum_p exp(lse_p - lse) · o_p with
+ * lse = log sum_p exp(lse_p). Rows whose partial lse are all -inf merge to zeros and -inf.
+ * All o_parts share one dtype; o may have another. o and lse may not overlap any input. */
+FLASHCL_API flashcl_status flashcl_attention_merge(flashcl_context *ctx, size_t parts,
+                                                   const flashcl_tensor *o_parts,
+                                                   const flashcl_tensor *lse_parts,
+                                                   const flashcl_tensor *o,
+                                                   const flashcl_tensor *lse);
 
 #ifdef __cplusplus
 }

@@ -388,14 +388,3 @@ flashcl_status flashcl_softmax(flashcl_context *ctx, const flashcl_softmax_param
     d.y_row_stride = y->strides[0];
     return ctx->backend->softmax(ctx->impl, &d);
 }
-
-flashcl_status flashcl_attention_forward(flashcl_context *ctx,
-                                         const flashcl_attention_params *params,
-                                         const flashcl_tensor *q, const flashcl_tensor *k,
-                                         const flashcl_tensor *v, const flashcl_tensor *o,
-                                         const flashcl_tensor *lse) {
-    (void)params, (void)q, (void)k, (void)v, (void)o, (void)lse;
-    fc_clear_error();
-    if (!ctx) return fc_fail(FLASHCL_INVALID_ARGUMENT, "ctx is NULL");
-    return fc_fail(FLASHCL_UNSUPPORTED, "attention forward is not implemented in this version");
-}

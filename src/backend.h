@@ -21,6 +21,38 @@ typedef struct fc_softmax_desc {
     flashcl_softmax_variant variant;/* AUTO, or a forced variant */
 } fc_softmax_desc;
 
+/* A validated attention request. Strides are in elements, indexed [batch, seq, head, dim]
+ * (dim stride is 1); lse strides [batch, head, seq]. */
+typedef struct fc_attention_desc {
+    void *q_mem, *k_mem, *v_mem, *o_mem, *lse_mem; /* lse_mem NULL when not requested */
+    size_t q_offset, k_offset, v_offset, o_offset, lse_offset; /* bytes */
+    flashcl_dtype dtype;            /* q, k, v and o share it; lse is f32 */
+    int64_t batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim;
+    int64_t q_strides[4], k_strides[4], v_strides[4], o_strides[4];
+    int64_t lse_strides[3];
+    float scale;                    /* already defaulted: never 0 */
+    int causal;
+    int window_left, window_right;  /* -1: unbounded */
+    float softcap;                  /* 0: off */
+} fc_attention_desc;
+
+/* A validated merge of `parts` partial attention results over disjoint key sets. */
+typedef struct fc_attention_merge_desc {
+    size_t parts;
+    void *const *o_part_mems;       /* parts entries */
+    const size_t *o_part_offsets;   /* bytes */
+    const int64_t (*o_part_strides)[4];
+    void *const *lse_part_mems;
+    const size_t *lse_part_offsets;
+    const int64_t (*lse_part_strides)[3];
+    flashcl_dtype o_part_dtype;     /* all parts share one dtype */
+    void *o_mem, *lse_mem;          /* lse_mem NULL when not requested */
+    size_t o_offset, lse_offset;
+    flashcl_dtype o_dtype;
+    int64_t o_strides[4], lse_strides[3];
+    int64_t batch, seqlen_q, heads, head_dim;
+} fc_attention_merge_desc;
+
 struct fc_backend {
     const char *name;
     flashcl_backend kind;
@@ -39,6 +71,8 @@ struct fc_backend {
                                    size_t bytes);
     flashcl_status (*buffer_read)(void *ctx, void *mem, size_t offset, void *dst, size_t bytes);
     flashcl_status (*softmax)(void *ctx, const fc_softmax_desc *desc);
+    flashcl_status (*attention_forward)(void *ctx, const fc_attention_desc *desc);
+    flashcl_status (*attention_merge)(void *ctx, const fc_attention_merge_desc *desc);
 };
 
 /* The registry (src/registry.c, the one file with backend #ifdefs): every compiled-in

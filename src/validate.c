@@ -100,3 +100,24 @@ int fc_same_view(const flashcl_tensor *a, const flashcl_tensor *b) {
 int fc_views_overlap(const fc_view *a, const fc_view *b) {
     return a->buffer == b->buffer && a->begin < b->end && b->begin < a->end;
 }
+
+int fc_view_is_injective(const flashcl_tensor *t) {
+    /* Visit dimensions from the smallest stride up: each stride must step past everything the
+     * smaller ones span. Size-1 dimensions never alias. */
+    int order[4], n = 0, i, j;
+    uint64_t span = 1; /* elements covered by the dimensions visited so far */
+    for (i = 0; i < t->ndim; i++)
+        if (t->shape[i] > 1) order[n++] = i;
+    for (i = 1; i < n; i++)
+        for (j = i; j > 0 && t->strides[order[j]] < t->strides[order[j - 1]]; j--) {
+            int tmp = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = tmp;
+        }
+    for (i = 0; i < n; i++) {
+        int d = order[i];
+        if ((uint64_t)t->strides[d] < span) return 0;
+        span = (uint64_t)t->strides[d] * (uint64_t)(t->shape[d] - 1) + span;
+    }
+    return 1;
+}

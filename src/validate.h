@@ -19,6 +19,8 @@ const char *fc_dtype_name(flashcl_dtype dtype);
  * the element size, no 64-bit overflow, and inside its buffer. Fills `view` on success. */
 flashcl_status fc_validate_view(const flashcl_context *ctx, const flashcl_tensor *t,
                                 const char *name, int ndim, fc_view *view);
+/* No two distinct elements of the view share memory (needed of every output). */
+int fc_view_is_injective(const flashcl_tensor *t);
 /* Same buffer, offset, dtype, shape and strides. */
 int fc_same_view(const flashcl_tensor *a, const flashcl_tensor *b);
 /* The two views' byte ranges intersect in the same buffer. */

@@ -52,20 +52,32 @@ typedef struct fc_softmax_kernels {
     cl_kernel split_row_normalize[FC_DTYPE_COUNT][FC_DTYPE_COUNT];
 } fc_softmax_kernels;
 
+/* Kernels of the attention program (owned by attention.c). */
+typedef struct fc_attention_kernels {
+    cl_kernel forward[FC_DTYPE_COUNT];
+    cl_kernel split_kv_partial[FC_DTYPE_COUNT];
+    cl_kernel merge[FC_DTYPE_COUNT][FC_DTYPE_COUNT]; /* [part dtype][output dtype] */
+} fc_attention_kernels;
+
 typedef struct fc_cl_context {
     fc_cl_device dev;
     cl_context context;
     cl_command_queue queue;
     cl_program softmax_program;
     fc_softmax_kernels softmax;
+    cl_program attention_program;
+    fc_attention_kernels attention;
+    char attention_options[512];    /* what the attention program was built with */
     /* Options the softmax program was built with (the -D values also tell softmax.c which
      * work-group sizes the kernels were compiled for). */
     char build_options[512];
-    int built_from_cache;       /* 1 when the program binary came from the disk cache */
+    int built_from_cache;       /* 1 when every program binary came from the disk cache */
     double build_seconds;       /* time spent creating the program (compile or load) */
     mtx_t launch_lock;          /* clSetKernelArg + enqueue must not interleave across threads */
     cl_mem scratch;             /* grows on demand for split-row partials (under launch_lock) */
     size_t scratch_bytes;
+    cl_mem attention_scratch;   /* split-KV partials (o, lse), grown under launch_lock */
+    size_t attention_scratch_bytes;
 } fc_cl_context;
 
 /* discovery.c */
@@ -106,6 +118,13 @@ flashcl_status fc_cl_softmax_create_kernels(fc_cl_context *ctx);
 void fc_cl_softmax_release_kernels(fc_cl_context *ctx);
 /* Chooses the variant (or takes the forced one) and enqueues it. desc is already validated. */
 flashcl_status fc_cl_softmax(void *ctx, const fc_softmax_desc *desc);
+
+/* attention.c (owns cl/attention.cl's host side), same shape as softmax.c */
+void fc_cl_attention_options(const fc_cl_device *dev, char *out, size_t out_size);
+flashcl_status fc_cl_attention_create_kernels(fc_cl_context *ctx);
+void fc_cl_attention_release_kernels(fc_cl_context *ctx);
+flashcl_status fc_cl_attention_forward(void *ctx, const fc_attention_desc *desc);
+flashcl_status fc_cl_attention_merge(void *ctx, const fc_attention_merge_desc *desc);
 
 /* context.c */
 extern const fc_backend fc_opencl_backend;

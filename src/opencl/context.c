@@ -24,6 +24,7 @@ static void cl_context_destroy(void *opaque) {
     if (ctx->queue) clFinish(ctx->queue);
     fc_cl_release_programs(ctx);
     if (ctx->scratch) clReleaseMemObject(ctx->scratch);
+    if (ctx->attention_scratch) clReleaseMemObject(ctx->attention_scratch);
     if (ctx->queue) clReleaseCommandQueue(ctx->queue);
     if (ctx->context) clReleaseContext(ctx->context);
     mtx_destroy(&ctx->launch_lock);
@@ -44,7 +45,7 @@ static flashcl_status context_alloc(fc_cl_context **out) {
 static flashcl_status cl_context_create(int index, const char *cache_dir, void **out) {
     fc_cl_device *devices;
     size_t n;
-    fc_cl_context *ctx;
+    fc_cl_context *ctx = NULL;
     cl_int err;
     flashcl_status st = fc_cl_discover(&devices, &n);
     if (st != FLASHCL_SUCCESS) return st;
@@ -90,7 +91,7 @@ static flashcl_status cl_context_create(int index, const char *cache_dir, void *
 
 flashcl_status fc_cl_context_adopt(cl_context context, cl_device_id device,
                                    cl_command_queue queue, const char *cache_dir, void **out) {
-    fc_cl_context *ctx;
+    fc_cl_context *ctx = NULL;
     cl_context queue_context = NULL;
     cl_device_id queue_device = NULL;
     cl_command_queue_properties props = 0;
@@ -235,4 +236,6 @@ const fc_backend fc_opencl_backend = {
     .buffer_write = cl_buffer_write,
     .buffer_read = cl_buffer_read,
     .softmax = fc_cl_softmax,
+    .attention_forward = fc_cl_attention_forward,
+    .attention_merge = fc_cl_attention_merge,
 };

@@ -1,5 +1,6 @@
 /* Builds the kernel programs for a device: from the binary cache when a verified binary is
  * there, else from the embedded sources (and then stores the binary). */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,8 +54,39 @@ static unsigned char *program_binary(cl_program program, size_t *size) {
     return binary;
 }
 
-static cl_program program_from_binary(fc_cl_context *ctx, const unsigned char *binary,
-                                      size_t size) {
+/* What it takes to build one program: its sources, its options, its kernels. */
+typedef struct fc_program_spec {
+    const char *name;
+    const char *const *sources;
+    const size_t *source_count;
+    void (*options)(const fc_cl_device *dev, char *out, size_t out_size);
+    flashcl_status (*create_kernels)(fc_cl_context *ctx);
+    void (*release_kernels)(fc_cl_context *ctx);
+    size_t program_field;       /* offsetof(fc_cl_context, <name>_program) */
+    size_t options_field;       /* offsetof(fc_cl_context, <options buffer>) */
+} fc_program_spec;
+
+static const fc_program_spec fc_programs[] = {
+    {"softmax", fc_softmax_program_sources, &fc_softmax_program_source_count,
+     fc_cl_softmax_options, fc_cl_softmax_create_kernels, fc_cl_softmax_release_kernels,
+     offsetof(fc_cl_context, softmax_program), offsetof(fc_cl_context, build_options)},
+    {"attention", fc_attention_program_sources, &fc_attention_program_source_count,
+     fc_cl_attention_options, fc_cl_attention_create_kernels, fc_cl_attention_release_kernels,
+     offsetof(fc_cl_context, attention_program), offsetof(fc_cl_context, attention_options)},
+};
+#define FC_PROGRAM_COUNT (sizeof fc_programs / sizeof fc_programs[0])
+#define FC_OPTIONS_SIZE sizeof(((fc_cl_context *)0)->build_options)
+
+static cl_program *program_slot(fc_cl_context *ctx, const fc_program_spec *spec) {
+    return (cl_program *)(void *)((char *)ctx + spec->program_field);
+}
+
+static char *options_slot(fc_cl_context *ctx, const fc_program_spec *spec) {
+    return (char *)ctx + spec->options_field;
+}
+
+static cl_program program_from_binary(fc_cl_context *ctx, const char *options,
+                                      const unsigned char *binary, size_t size) {
     cl_int err, binary_status = CL_SUCCESS;
     cl_program program = clCreateProgramWithBinary(ctx->context, 1, &ctx->dev.device, &size,
                                                    &binary, &binary_status, &err);
@@ -62,26 +94,27 @@ static cl_program program_from_binary(fc_cl_context *ctx, const unsigned char *b
         if (program) clReleaseProgram(program);
         return NULL;
     }
-    if (clBuildProgram(program, 1, &ctx->dev.device, ctx->build_options, NULL, NULL) !=
-        CL_SUCCESS) {
+    if (clBuildProgram(program, 1, &ctx->dev.device, options, NULL, NULL) != CL_SUCCESS) {
         clReleaseProgram(program);
         return NULL;
     }
     return program;
 }
 
-static flashcl_status program_from_source(fc_cl_context *ctx, cl_program *out) {
+static flashcl_status program_from_source(fc_cl_context *ctx, const fc_program_spec *spec,
+                                          const char *options, cl_program *out) {
     cl_int err;
-    cl_program program = clCreateProgramWithSource(
-        ctx->context, (cl_uint)fc_softmax_program_source_count,
-        (const char **)fc_softmax_program_sources, NULL, &err);
-    if (err != CL_SUCCESS) return fc_cl_fail(err, "clCreateProgramWithSource(softmax)");
-    err = clBuildProgram(program, 1, &ctx->dev.device, ctx->build_options, NULL, NULL);
+    char what[96];
+    cl_program program = clCreateProgramWithSource(ctx->context, (cl_uint)*spec->source_count,
+                                                   (const char **)spec->sources, NULL, &err);
+    snprintf(what, sizeof what, "clCreateProgramWithSource(%s)", spec->name);
+    if (err != CL_SUCCESS) return fc_cl_fail(err, what);
+    err = clBuildProgram(program, 1, &ctx->dev.device, options, NULL, NULL);
     if (err != CL_SUCCESS) {
         flashcl_status st =
             fc_fail(FLASHCL_BUILD_FAILED,
-                    "building the softmax kernels for '%s' failed: %s (%d); options: %s",
-                    ctx->dev.info.name, fc_cl_error_name(err), (int)err, ctx->build_options);
+                    "building the %s kernels for '%s' failed: %s (%d); options: %s",
+                    spec->name, ctx->dev.info.name, fc_cl_error_name(err), (int)err, options);
         append_build_log(program, ctx->dev.device);
         clReleaseProgram(program);
         return st;
@@ -90,64 +123,80 @@ static flashcl_status program_from_source(fc_cl_context *ctx, cl_program *out) {
     return FLASHCL_SUCCESS;
 }
 
-flashcl_status fc_cl_build_programs(fc_cl_context *ctx, const char *cache_dir) {
-    char device_options[sizeof ctx->build_options];
-    char dir[4096];
+/* Builds one program (cache first), creates its kernels; *from_cache says which way. */
+static flashcl_status build_program(fc_cl_context *ctx, const fc_program_spec *spec,
+                                    const char *dir, int caching, int *from_cache) {
+    /* Room for the common prefix below, so the whole line always fits FC_OPTIONS_SIZE. */
+    char device_options[FC_OPTIONS_SIZE - 40];
+    char *options = options_slot(ctx, spec);
+    cl_program *program = program_slot(ctx, spec);
     fc_cache_key key;
-    int caching;
-    double start = now_seconds();
     flashcl_status st;
 
-    fc_cl_softmax_options(&ctx->dev, device_options, sizeof device_options);
-    snprintf(ctx->build_options, sizeof ctx->build_options, "-cl-std=CL1.2 -DFLASHCL_EMBEDDED %s",
-             device_options);
-    fc_cache_make_key(&key, &ctx->dev, ctx->build_options, fc_softmax_program_sources,
-                      fc_softmax_program_source_count);
-    caching = fc_cache_dir(cache_dir, dir, sizeof dir);
-
-    ctx->softmax_program = NULL;
-    ctx->built_from_cache = 0;
+    spec->options(&ctx->dev, device_options, sizeof device_options);
+    snprintf(options, FC_OPTIONS_SIZE, "-cl-std=CL1.2 -DFLASHCL_EMBEDDED %s", device_options);
+    fc_cache_make_key(&key, &ctx->dev, options, spec->sources, *spec->source_count);
+    *from_cache = 0;
+    *program = NULL;
     if (caching) {
         size_t size = 0;
         unsigned char *binary = fc_cache_load(dir, &key, &size);
         if (binary) {
-            ctx->softmax_program = program_from_binary(ctx, binary, size);
+            *program = program_from_binary(ctx, options, binary, size);
             free(binary);
-            if (ctx->softmax_program) {
-                /* A binary that loads but lacks a kernel is as bad as a damaged one. */
-                if (fc_cl_softmax_create_kernels(ctx) == FLASHCL_SUCCESS) {
-                    ctx->built_from_cache = 1;
-                } else {
-                    fc_cl_softmax_release_kernels(ctx);
-                    clReleaseProgram(ctx->softmax_program);
-                    ctx->softmax_program = NULL;
-                    fc_clear_error();
-                }
+        }
+        if (*program) {
+            /* A binary that loads but lacks a kernel is as bad as a damaged one. */
+            if (spec->create_kernels(ctx) == FLASHCL_SUCCESS) {
+                *from_cache = 1;
+                return FLASHCL_SUCCESS;
             }
+            spec->release_kernels(ctx);
+            clReleaseProgram(*program);
+            *program = NULL;
+            fc_clear_error();
         }
     }
-    if (!ctx->softmax_program) {
-        st = program_from_source(ctx, &ctx->softmax_program);
-        if (st != FLASHCL_SUCCESS) return st;
-        st = fc_cl_softmax_create_kernels(ctx);
+    st = program_from_source(ctx, spec, options, program);
+    if (st != FLASHCL_SUCCESS) return st;
+    st = spec->create_kernels(ctx);
+    if (st != FLASHCL_SUCCESS) return st;
+    if (caching) {
+        size_t size = 0;
+        unsigned char *binary = program_binary(*program, &size);
+        /* A cache that cannot be written (read-only folder, full disk) costs only time. */
+        if (binary) fc_cache_store(dir, &key, binary, size);
+        free(binary);
+    }
+    return FLASHCL_SUCCESS;
+}
+
+flashcl_status fc_cl_build_programs(fc_cl_context *ctx, const char *cache_dir) {
+    char dir[4096];
+    size_t i;
+    double start = now_seconds();
+    int caching = fc_cache_dir(cache_dir, dir, sizeof dir);
+
+    ctx->built_from_cache = 1;
+    for (i = 0; i < FC_PROGRAM_COUNT; i++) {
+        int from_cache = 0;
+        flashcl_status st = build_program(ctx, &fc_programs[i], dir, caching, &from_cache);
         if (st != FLASHCL_SUCCESS) {
             fc_cl_release_programs(ctx);
             return st;
         }
-        if (caching) {
-            size_t size = 0;
-            unsigned char *binary = program_binary(ctx->softmax_program, &size);
-            /* A cache that cannot be written (read-only folder, full disk) costs only time. */
-            if (binary) fc_cache_store(dir, &key, binary, size);
-            free(binary);
-        }
+        if (!from_cache) ctx->built_from_cache = 0;
     }
     ctx->build_seconds = now_seconds() - start;
     return FLASHCL_SUCCESS;
 }
 
 void fc_cl_release_programs(fc_cl_context *ctx) {
-    fc_cl_softmax_release_kernels(ctx);
-    if (ctx->softmax_program) clReleaseProgram(ctx->softmax_program);
-    ctx->softmax_program = NULL;
+    size_t i;
+    for (i = 0; i < FC_PROGRAM_COUNT; i++) {
+        cl_program *program = program_slot(ctx, &fc_programs[i]);
+        fc_programs[i].release_kernels(ctx);
+        if (*program) clReleaseProgram(*program);
+        *program = NULL;
+    }
 }
