@@ -85,32 +85,59 @@ static char *options_slot(fc_cl_context *ctx, const fc_program_spec *spec) {
     return (char *)ctx + spec->options_field;
 }
 
+/* PoCL compiles every kernel of a program to machine code when asked for an executable's
+ * binary (minutes for our programs on a small CPU), but hands out a compiled object (LLVM
+ * bitcode) at once. So there flashcl compiles and links separately and caches the object; a
+ * warm start then only links. Elsewhere the executable binary is cached. */
+static int caches_objects(const fc_cl_context *ctx) { return ctx->dev.vendor == FC_VENDOR_POCL; }
+
+/* Turns a freshly created (source or binary) program into an executable one: either
+ * clBuildProgram, or clCompileProgram (sources only) then clLinkProgram. On failure *program
+ * is released and NULL, and *err holds the error. */
+static cl_program make_executable(fc_cl_context *ctx, cl_program program, const char *options,
+                                  int from_source, cl_int *err) {
+    cl_program linked;
+    if (!caches_objects(ctx)) {
+        *err = clBuildProgram(program, 1, &ctx->dev.device, options, NULL, NULL);
+        return *err == CL_SUCCESS ? program : NULL;
+    }
+    if (from_source) {
+        *err = clCompileProgram(program, 1, &ctx->dev.device, options, 0, NULL, NULL, NULL, NULL);
+        if (*err != CL_SUCCESS) return NULL;
+    }
+    linked = clLinkProgram(ctx->context, 1, &ctx->dev.device, "", 1, &program, NULL, NULL, err);
+    return *err == CL_SUCCESS ? linked : NULL;
+}
+
 static cl_program program_from_binary(fc_cl_context *ctx, const char *options,
                                       const unsigned char *binary, size_t size) {
     cl_int err, binary_status = CL_SUCCESS;
+    cl_program executable;
     cl_program program = clCreateProgramWithBinary(ctx->context, 1, &ctx->dev.device, &size,
                                                    &binary, &binary_status, &err);
     if (err != CL_SUCCESS || binary_status != CL_SUCCESS) {
         if (program) clReleaseProgram(program);
         return NULL;
     }
-    if (clBuildProgram(program, 1, &ctx->dev.device, options, NULL, NULL) != CL_SUCCESS) {
-        clReleaseProgram(program);
-        return NULL;
-    }
-    return program;
+    executable = make_executable(ctx, program, options, 0, &err);
+    if (executable != program) clReleaseProgram(program);
+    return executable;
 }
 
+/* Builds from the embedded sources. *cacheable receives the program whose binary goes to the
+ * cache (the executable, or the compiled object when caches_objects), retained; release it. */
 static flashcl_status program_from_source(fc_cl_context *ctx, const fc_program_spec *spec,
-                                          const char *options, cl_program *out) {
+                                          const char *options, cl_program *out,
+                                          cl_program *cacheable) {
     cl_int err;
     char what[96];
+    cl_program executable;
     cl_program program = clCreateProgramWithSource(ctx->context, (cl_uint)*spec->source_count,
                                                    (const char **)spec->sources, NULL, &err);
     snprintf(what, sizeof what, "clCreateProgramWithSource(%s)", spec->name);
     if (err != CL_SUCCESS) return fc_cl_fail(err, what);
-    err = clBuildProgram(program, 1, &ctx->dev.device, options, NULL, NULL);
-    if (err != CL_SUCCESS) {
+    executable = make_executable(ctx, program, options, 1, &err);
+    if (!executable) {
         flashcl_status st =
             fc_fail(FLASHCL_BUILD_FAILED,
                     "building the %s kernels for '%s' failed: %s (%d); options: %s",
@@ -119,7 +146,9 @@ static flashcl_status program_from_source(fc_cl_context *ctx, const fc_program_s
         clReleaseProgram(program);
         return st;
     }
-    *out = program;
+    *out = executable;
+    *cacheable = program; /* the same program when built in one step: one reference each */
+    if (executable == program) clRetainProgram(program);
     return FLASHCL_SUCCESS;
 }
 
@@ -131,6 +160,7 @@ static flashcl_status build_program(fc_cl_context *ctx, const fc_program_spec *s
     char *options = options_slot(ctx, spec);
     cl_program *program = program_slot(ctx, spec);
     fc_cache_key key;
+    cl_program cacheable = NULL;
     flashcl_status st;
 
     spec->options(&ctx->dev, device_options, sizeof device_options);
@@ -157,18 +187,18 @@ static flashcl_status build_program(fc_cl_context *ctx, const fc_program_spec *s
             fc_clear_error();
         }
     }
-    st = program_from_source(ctx, spec, options, program);
+    st = program_from_source(ctx, spec, options, program, &cacheable);
     if (st != FLASHCL_SUCCESS) return st;
     st = spec->create_kernels(ctx);
-    if (st != FLASHCL_SUCCESS) return st;
-    if (caching) {
+    if (st == FLASHCL_SUCCESS && caching) {
         size_t size = 0;
-        unsigned char *binary = program_binary(*program, &size);
+        unsigned char *binary = program_binary(cacheable, &size);
         /* A cache that cannot be written (read-only folder, full disk) costs only time. */
         if (binary) fc_cache_store(dir, &key, binary, size);
         free(binary);
     }
-    return FLASHCL_SUCCESS;
+    clReleaseProgram(cacheable);
+    return st;
 }
 
 flashcl_status fc_cl_build_programs(fc_cl_context *ctx, const char *cache_dir) {
