@@ -43,20 +43,42 @@ typedef struct fc_cl_device {
     char device_version[128];
 } fc_cl_device;
 
-/* Kernels of the softmax program, one per (input dtype, output dtype) pair and variant. */
+/* Kernels of the softmax program (cl/softmax.cl), indexed [input dtype][output dtype], and the
+ * launch limits softmax.c derived from the build options and from the kernels themselves. */
 #define FC_DTYPE_COUNT 3
 typedef struct fc_softmax_kernels {
     cl_kernel rows_in_registers[FC_DTYPE_COUNT][FC_DTYPE_COUNT];
     cl_kernel online_chunked[FC_DTYPE_COUNT][FC_DTYPE_COUNT];
-    cl_kernel split_row_partial[FC_DTYPE_COUNT];                 /* by input dtype */
+    cl_kernel split_row_partials[FC_DTYPE_COUNT];                 /* by input dtype */
     cl_kernel split_row_normalize[FC_DTYPE_COUNT][FC_DTYPE_COUNT];
+    cl_kernel split_row_cooperative[FC_DTYPE_COUNT][FC_DTYPE_COUNT]; /* NULL when not built */
+    unsigned rir_chunks;                 /* 16-byte chunks per work-item (FC_RIR_CHUNKS) */
+    unsigned coop_chunks;                /* FC_COOP_CHUNKS */
+    size_t rir_max_wg;                   /* largest team / work-group (a power of two) */
+    size_t rir_group_wg;                 /* work-group size when several short rows share one */
+    size_t chunked_wg, split_wg, coop_wg;
+    size_t resident_items;               /* work-items a compute unit keeps in flight (estimate) */
+    int coop;                            /* split_row_cooperative kernels exist */
 } fc_softmax_kernels;
 
-/* Kernels of the attention program (owned by attention.c). */
+/* Kernels of the attention program (owned by attention.c): the forward kernel per family
+ * (0 prefill: large query tiles; 1 decode: small query tiles for few queries and split-KV),
+ * padded head-dim class (64, 128, 256) and dtype, each with the geometry it was compiled for;
+ * a NULL kernel is a class this device cannot run. Plus the two merge kernels. */
+#define FC_ATTN_FAMILIES 2
+#define FC_ATTN_DIM_CLASSES 3
 typedef struct fc_attention_kernels {
-    cl_kernel forward[FC_DTYPE_COUNT];
-    cl_kernel split_kv_partial[FC_DTYPE_COUNT];
-    cl_kernel merge[FC_DTYPE_COUNT][FC_DTYPE_COUNT]; /* [part dtype][output dtype] */
+    cl_kernel forward[FC_ATTN_FAMILIES][FC_ATTN_DIM_CLASSES][FC_DTYPE_COUNT];
+    struct fc_attention_tile {
+        int columns;          /* C: work-items sharing one query row (0: disabled) */
+        int row_groups;       /* R: the work-group is R·C items */
+        int rows_per_item;    /* TM: BM = R·TM query rows per work-group */
+        int keys_per_item;    /* TN: BN = C·TN keys per tile */
+        int dim_chunk;        /* DC: head-dim chunk of the Q·Kᵀ phase */
+        int v_chunk;          /* VC: keys per V chunk of the P·V phase */
+    } tile[FC_ATTN_FAMILIES][FC_ATTN_DIM_CLASSES];
+    cl_kernel split_merge;      /* split-KV partials (f32 scratch) -> o, lse */
+    cl_kernel merge;            /* up to 4 partial (o, lse) -> o, lse (flashcl_attention_merge) */
 } fc_attention_kernels;
 
 typedef struct fc_cl_context {

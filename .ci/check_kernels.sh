@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# Checks the softmax kernels (cl/portability.h, cl/dtype.h, cl/softmax.cl) without a GPU:
+#  1. compiles them with clang for AMD gfx90a, SPIR (spir64) and, when clang can, NVIDIA
+#     (nvptx64-nvidia-nvcl), with every option set src/opencl/softmax.c can produce for such a
+#     device, both as the library builds them (the three files concatenated, -DFLASHCL_EMBEDDED)
+#     and as a stand-alone file (-I cl);
+#  2. runs the program given as $1 (one small case of every variant, e.g.
+#     build/tests/test_softmax_oclgrind) under Oclgrind, with only Oclgrind's ICD visible:
+#     once with --data-races --check-api on the optimised kernels, once with --uninitialized on
+#     kernels built with -cl-opt-disable (Oclgrind 21.10's uninitialised-value plugin crashes on
+#     the vector shuffles the optimiser emits). Any Oclgrind report fails the script.
+# usage: .ci/check_kernels.sh [path/to/program [args...]]   (without a program: step 1 only)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+failures=0
+
+# ---- 1. clang compiles -------------------------------------------------------------------------
+CLANG=""
+for c in clang-18 clang-17 clang-16 clang-15 clang; do
+    if command -v "$c" >/dev/null 2>&1; then CLANG=$c; break; fi
+done
+if [ -z "$CLANG" ]; then
+    echo "check_kernels: no clang found" >&2
+    exit 1
+fi
+resource_include="$("$CLANG" -print-resource-dir)/include"
+echo "== compiling the softmax kernels with $CLANG ($("$CLANG" --version | head -n1))"
+
+cat cl/portability.h cl/dtype.h cl/softmax.cl > "$work/embedded.cl"
+
+# job NAME MODE "clang target flags" "option set": compiles in the background; results are
+# collected below. MODE embedded: the three files concatenated with -DFLASHCL_EMBEDDED, as the
+# library builds them; standalone: cl/softmax.cl alone with -I cl.
+jobs_list=()
+job() {
+    local name=$1 mode=$2 target=$3 opts=$4 id=${#jobs_list[@]}
+    local src="$work/embedded.cl" extra="-DFLASHCL_EMBEDDED"
+    if [ "$mode" = standalone ]; then src=cl/softmax.cl; extra="-I cl"; fi
+    jobs_list+=("$name|$mode|$opts")
+    # shellcheck disable=SC2086
+    ( "$CLANG" -x cl -cl-std=CL1.2 $target $extra $opts -Werror=implicit-function-declaration \
+          "$src" -o "$work/out.$id" >"$work/log.$id" 2>&1; echo $? >"$work/rc.$id" ) &
+    # at most as many compiles at once as there are processors
+    while [ "$(jobs -rp | wc -l)" -ge "$(nproc)" ]; do sleep 0.2; done
+}
+
+# The option sets softmax.c writes (fc_cl_softmax_options): one FC_SG_* mechanism, the
+# work-group bound, FC_RIR_CHUNKS=4, FC_STREAM_UNROLL=4, FC_COOP=1 on NVIDIA/AMD GPUs with 64-bit
+# atomics, FC_HALF_IMPL=2 with NVIDIA PTX and 1 elsewhere, -cl-std=CL2.0/CL3.0 with
+# cl_khr_subgroups. AMDGPU jobs run the whole backend (-c); the others stop at LLVM IR.
+common="-DFC_SG_SIZE=32 -DFC_RIR_CHUNKS=4 -DFC_STREAM_UNROLL=4 -DFC_COOP_CHUNKS=4 -DFC_HALF_IMPL=1"
+AMD="-target amdgcn-amd-amdhsa -mcpu=gfx90a -nogpulib -c"
+AMD_IR="-target amdgcn-amd-amdhsa -mcpu=gfx90a -nogpulib -S -emit-llvm"
+SPIR="-target spir64 -S -emit-llvm"
+INTEL="$SPIR -Xclang -cl-ext=+cl_intel_subgroups -cl-no-stdinc -Xclang -include -Xclang $resource_include/opencl-c.h"
+job amdgcn embedded "$AMD" "-cl-std=CL2.0 -DFC_SG_KHR $common -DFC_MAX_WG=1024 -DFC_COOP=1"
+job amdgcn standalone "$AMD" "-cl-std=CL2.0 -DFC_SG_KHR $common -DFC_MAX_WG=1024 -DFC_COOP=1"
+job amdgcn embedded "$AMD" "-DFC_SG_NONE $common -DFC_MAX_WG=256 -DFC_COOP=1"
+job amdgcn embedded "$AMD" "-DFC_SG_NONE $common -DFC_MAX_WG=256 -DFC_COOP=0"
+job amdgcn embedded "$AMD_IR" "-cl-std=CL3.0 -DFC_SG_KHR $common -DFC_MAX_WG=256 -DFC_COOP=1"
+job amdgcn embedded "$AMD_IR" "-DFC_SG_KHR $common -DFC_MAX_WG=1024 -DFC_COOP=0" # C 1.2: fallback
+job amdgcn embedded "$AMD_IR" "-DFC_SG_INTEL $common -DFC_MAX_WG=1024 -DFC_COOP=0" # no ext: fallback
+job spir64 embedded "$SPIR" "-DFC_SG_NONE $common -DFC_MAX_WG=256 -DFC_COOP=0"
+job spir64 standalone "$SPIR" "-DFC_SG_NONE $common -DFC_MAX_WG=256 -DFC_COOP=0"
+job spir64 embedded "$SPIR" "-cl-std=CL2.0 -DFC_SG_KHR $common -DFC_MAX_WG=1024 -DFC_COOP=1"
+job spir64 embedded "$INTEL" "-DFC_SG_INTEL $common -DFC_MAX_WG=1024 -DFC_COOP=0"
+# NVIDIA: inline PTX (shfl.sync, cvt). NVIDIA's driver has 64-bit atomics; clang must be told.
+nv_out=""
+if "$CLANG" -x cl -cl-std=CL1.2 -target nvptx64-nvidia-nvcl -S -o /dev/null - </dev/null >/dev/null 2>&1; then
+    NV="-target nvptx64-nvidia-nvcl -S -Xclang -cl-ext=+cl_khr_int64_base_atomics"
+    nv_common="-DFC_SG_NV_PTX -DFC_SG_SIZE=32 -DFC_RIR_CHUNKS=4 -DFC_STREAM_UNROLL=4 -DFC_COOP_CHUNKS=4 -DFC_HALF_IMPL=2 -DFC_MAX_WG=1024"
+    nv_out="$work/out.${#jobs_list[@]}"
+    job nvptx embedded "$NV" "$nv_common -DFC_COOP=1"
+    job nvptx standalone "$NV" "$nv_common -DFC_COOP=0"
+else
+    echo "  skip  nvptx: $CLANG has no nvptx64-nvidia-nvcl target"
+fi
+wait
+for id in "${!jobs_list[@]}"; do
+    IFS='|' read -r name mode opts <<<"${jobs_list[$id]}"
+    if [ "$(cat "$work/rc.$id")" = 0 ]; then
+        printf '  ok    %-7s %-10s %s\n' "$name" "$mode" "$opts"
+    else
+        printf '  FAIL  %-7s %-10s %s\n' "$name" "$mode" "$opts"
+        sed 's/^/  | /' "$work/log.$id" | head -n 40
+        failures=$((failures + 1))
+    fi
+done
+if [ -n "$nv_out" ] && ! grep -q "shfl.sync.bfly.b32" "$nv_out"; then
+    echo "  FAIL  nvptx: no shfl.sync.bfly in the PTX"; failures=$((failures + 1))
+fi
+
+# ---- 2. Oclgrind ---------------------------------------------------------------------------------
+if [ "$#" -gt 0 ]; then
+    program=("$@")
+    rt=""
+    if command -v dpkg >/dev/null 2>&1; then
+        rt=$(dpkg -L oclgrind 2>/dev/null | grep -E 'liboclgrind-rt-icd\.so$' | head -n1 || true)
+    fi
+    [ -n "$rt" ] || rt=$(ls /usr/lib/oclgrind/liboclgrind-rt-icd.so /usr/local/lib/liboclgrind-rt-icd.so 2>/dev/null | head -n1 || true)
+    if [ -z "$rt" ]; then
+        echo "check_kernels: Oclgrind's ICD library (liboclgrind-rt-icd.so) not found" >&2
+        exit 1
+    fi
+    mkdir -p "$work/icd"
+    echo "$rt" > "$work/icd/oclgrind.icd"
+    # What Oclgrind says when it finds something (it exits 0 all the same).
+    report='Invalid (read|write)|[Dd]ata race|[Uu]ninitiali[sz]ed|Oclgrind - |OCLGRIND FATAL|[Uu]ndefined|[Dd]ivergence|out of bounds|[Ee]rror detected'
+
+    # run NAME ENV...: the program with only Oclgrind visible and a fresh kernel cache.
+    run_oclgrind() {
+        local name=$1; shift
+        local log="$work/$name.log" rc=0
+        echo "== Oclgrind ($name): ${program[*]}"
+        env OCL_ICD_VENDORS="$work/icd" FLASHCL_CACHE_DIR="$(mktemp -d -p "$work")" \
+            FLASHCL_TEST_CACHE_DIR="$(mktemp -d -p "$work")" "$@" "${program[@]}" >"$log" 2>&1 || rc=$?
+        tail -n 5 "$log" | sed 's/^/  | /'
+        if [ "$rc" -ne 0 ]; then
+            echo "  FAIL  exit status $rc"; failures=$((failures + 1))
+        fi
+        if grep -Eq "$report" "$log"; then
+            echo "  FAIL  Oclgrind reports:"; grep -E -m 20 "$report" "$log" | sed 's/^/  ! /'
+            failures=$((failures + 1))
+        else
+            echo "  ok    no Oclgrind reports"
+        fi
+    }
+    run_oclgrind races OCLGRIND_DATA_RACES=1 OCLGRIND_CHECK_API=1
+    run_oclgrind uninitialized OCLGRIND_UNINITIALIZED=1 OCLGRIND_BUILD_OPTIONS=-cl-opt-disable
+fi
+
+if [ "$failures" -ne 0 ]; then
+    echo "check_kernels: $failures failure(s)"
+    exit 1
+fi
+echo "check_kernels: all good"

@@ -1,0 +1,222 @@
+/* cl/dtype.h — loads and stores of the storage types, widened to / narrowed from float.
+ *
+ * Storage codes match flashcl_dtype: 0 = f32, 1 = f16, 2 = bf16. The kernels call these with a
+ * literal code; after inlining, every switch folds away. f16 and bf16 need no cl_khr_fp16: they
+ * move as ushort bits and convert in integer code (or NVIDIA's PTX cvt). Stores round to
+ * nearest even and keep NaN a NaN; values too large for the type become inf.
+ *
+ * Kernels address a row through a pointer to its first element (fc_row: 64-bit, since
+ * rows * row_stride may exceed 2^31) and elements within it by a 32-bit index, which keeps the
+ * per-element address arithmetic to one instruction.
+ *
+ * Bulk data moves in chunks of 16 bytes: FC_CHUNK(dt) elements (4 f32 or 8 f16/bf16) at an
+ * index that is a multiple of FC_CHUNK(dt) of a 16-byte aligned row: one vector access. A
+ * chunk stays in a uint4 of raw bits until it is used, so 16-bit data occupies half the
+ * registers (and a work-item keeps as many bytes in flight as with f32). */
+#ifndef FC_DTYPE_H
+#define FC_DTYPE_H
+
+#ifndef FLASHCL_EMBEDDED
+#include "portability.h"
+#endif
+
+#define FC_F32 0
+#define FC_F16 1
+#define FC_BF16 2
+
+/* Elements of a 16-byte chunk. */
+#define FC_CHUNK(dt) ((dt) == FC_F32 ? 4u : 8u)
+
+/* f16 <-> f32: 1 = integer code on the bits (every device), 2 = NVIDIA inline PTX cvt. */
+#ifndef FC_HALF_IMPL
+#define FC_HALF_IMPL 1
+#endif
+
+/* ---- bit conversions -------------------------------------------------------------------------- */
+FC_INLINE float fc_bf16_to_float(uint b)
+{
+    return as_float(b << 16);
+}
+
+/* Round to nearest even on the 16 dropped bits; a NaN keeps its sign and top payload and gets
+ * the quiet bit, so it can never round into an infinity. */
+FC_INLINE uint fc_float_to_bf16(float f)
+{
+    const uint u = as_uint(f);
+    if (isnan(f))
+        return (u >> 16) | 0x0040u;
+    return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+}
+
+#if FC_HALF_IMPL == 2
+FC_INLINE float fc_half_to_float(uint h)
+{
+    float f;
+    FC_ASM("{ .reg .b16 t; cvt.u16.u32 t, %1; cvt.f32.f16 %0, t; }" : "=f"(f) : "r"(h));
+    return f;
+}
+
+FC_INLINE uint fc_float_to_half(float f)
+{
+    uint h;
+    FC_ASM("{ .reg .b16 t; cvt.rn.f16.f32 t, %1; cvt.u32.u16 %0, t; }" : "=r"(h) : "f"(f));
+    return h;
+}
+#else
+FC_INLINE float fc_half_to_float(uint h)
+{
+    const uint sign = (h & 0x8000u) << 16, em = h & 0x7fffu;
+    if (em >= 0x7c00u) /* inf, NaN (payload kept) */
+        return as_float(sign | 0x7f800000u | ((em & 0x3ffu) << 13));
+    if (em >= 0x0400u) /* normal: rebias the exponent by 127 - 15 */
+        return as_float(sign | ((em << 13) + 0x38000000u));
+    return as_float(sign | as_uint((float)em * 5.9604644775390625e-8f)); /* em * 2^-24, exact */
+}
+
+/* Round to nearest even; NaN stays NaN (quiet); |f| >= 65520 becomes inf. */
+FC_INLINE uint fc_float_to_half(float f)
+{
+    const uint u = as_uint(f), sign = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
+    if (a > 0x7f800000u)
+        return sign | 0x7e00u | ((a >> 13) & 0x3ffu);
+    if (a >= 0x477ff000u)
+        return sign | 0x7c00u;
+    if (a >= 0x38800000u) { /* normal half */
+        const uint r = a - 0x38000000u;
+        return sign | ((r + 0x0fffu + ((r >> 13) & 1u)) >> 13);
+    }
+    if (a <= 0x33000000u) /* <= 2^-25 rounds to zero */
+        return sign;
+    /* subnormal half: k = mantissa (with implicit bit) >> (126 - exponent), rounded */
+    const uint shift = 126u - (a >> 23), m = (a & 0x7fffffu) | 0x800000u;
+    return sign | ((m + (1u << (shift - 1)) - 1u + ((m >> shift) & 1u)) >> shift);
+}
+#endif
+
+/* Storage bits of one element <-> float. */
+FC_INLINE float fc_from_bits(const int dt, uint bits)
+{
+    return dt == FC_F32 ? as_float(bits) : dt == FC_F16 ? fc_half_to_float(bits)
+                                                          : fc_bf16_to_float(bits);
+}
+
+FC_INLINE uint fc_to_bits(const int dt, float v)
+{
+    return dt == FC_F32 ? as_uint(v) : dt == FC_F16 ? fc_float_to_half(v) : fc_float_to_bf16(v);
+}
+
+/* ---- rows and single elements ----------------------------------------------------------------- */
+FC_INLINE const __global void *fc_row(const int dt, const __global void *p, ulong at)
+{
+    return (const __global uchar *)p + at * (dt == FC_F32 ? 4 : 2);
+}
+
+FC_INLINE __global void *fc_row_w(const int dt, __global void *p, ulong at)
+{
+    return (__global uchar *)p + at * (dt == FC_F32 ? 4 : 2);
+}
+
+FC_INLINE uint fc_load_bits(const int dt, const __global void *row, uint i)
+{
+    return dt == FC_F32 ? ((const __global uint *)row)[i] : ((const __global ushort *)row)[i];
+}
+
+FC_INLINE float fc_load(const int dt, const __global void *row, uint i)
+{
+    return fc_from_bits(dt, fc_load_bits(dt, row, i));
+}
+
+FC_INLINE void fc_store(const int dt, __global void *row, uint i, float v)
+{
+    if (dt == FC_F32)
+        ((__global float *)row)[i] = v;
+    else
+        ((__global ushort *)row)[i] = (ushort)fc_to_bits(dt, v);
+}
+
+/* ---- 16-byte chunks of raw bits ---------------------------------------------------------------- */
+FC_INLINE uint fc_word(uint4 r, uint w)
+{
+    return w == 0 ? r.x : w == 1 ? r.y : w == 2 ? r.z : r.w;
+}
+
+FC_INLINE uint4 fc_set_word(uint4 r, uint w, uint v)
+{
+    if (w == 0) r.x = v;
+    else if (w == 1) r.y = v;
+    else if (w == 2) r.z = v;
+    else r.w = v;
+    return r;
+}
+
+/* Element e (a literal) of a chunk, as float. 16-bit elements: even ones in the low half. */
+FC_INLINE float fc_chunk_elem(const int dt, uint4 r, uint e)
+{
+    if (dt == FC_F32)
+        return as_float(fc_word(r, e));
+    const uint w = fc_word(r, e >> 1);
+    if (dt == FC_BF16)
+        return as_float((e & 1) ? (w & 0xffff0000u) : (w << 16));
+    return fc_half_to_float((e & 1) ? (w >> 16) : (w & 0xffffu));
+}
+
+/* Elements 4h .. 4h+3 of a chunk. */
+FC_INLINE float4 fc_chunk_quad(const int dt, uint4 r, uint h)
+{
+    return (float4)(fc_chunk_elem(dt, r, 4 * h), fc_chunk_elem(dt, r, 4 * h + 1),
+                    fc_chunk_elem(dt, r, 4 * h + 2), fc_chunk_elem(dt, r, 4 * h + 3));
+}
+
+/* The chunk at element j (a multiple of FC_CHUNK(dt)): one 16-byte load with `vec`, else one
+ * load per element. Only elements before `end` are read; the others are 0 bits. */
+FC_INLINE uint4 fc_chunk_load(const int dt, const __global void *row, uint j, uint end, int vec)
+{
+    const uint n = FC_CHUNK(dt);
+    if (vec && j + n <= end)
+        return ((const __global uint4 *)row)[j / n];
+    uint4 r = (uint4)(0u);
+    for (uint e = 0; e < n; ++e) {
+        if (j + e < end) {
+            const uint bits = fc_load_bits(dt, row, j + e);
+            if (dt == FC_F32)
+                r = fc_set_word(r, e, bits);
+            else
+                r = fc_set_word(r, e >> 1, fc_word(r, e >> 1) | (bits << (16 * (e & 1))));
+        }
+    }
+    return r;
+}
+
+/* Stores n = FC_CHUNK(xdt) values (q0, and q1 when n is 8) as ydt at element j of a row; with
+ * `vec` in 16-byte vector stores, else (or near `end`) element by element. */
+FC_INLINE void fc_chunk_store(const int xdt, const int ydt, __global void *row, uint j, uint end,
+                              float4 q0, float4 q1, int vec)
+{
+    const uint n = FC_CHUNK(xdt);
+    if (vec && j + n <= end) {
+        if (ydt == FC_F32) {
+            ((__global float4 *)row)[j / 4] = q0;
+            if (n == 8)
+                ((__global float4 *)row)[j / 4 + 1] = q1;
+        } else {
+            const uint4 b0 = (uint4)(fc_to_bits(ydt, q0.x), fc_to_bits(ydt, q0.y),
+                                     fc_to_bits(ydt, q0.z), fc_to_bits(ydt, q0.w));
+            const uint2 w0 = (uint2)(b0.x | (b0.y << 16), b0.z | (b0.w << 16));
+            if (n == 8) {
+                const uint4 b1 = (uint4)(fc_to_bits(ydt, q1.x), fc_to_bits(ydt, q1.y),
+                                         fc_to_bits(ydt, q1.z), fc_to_bits(ydt, q1.w));
+                ((__global uint4 *)row)[j / 8] =
+                    (uint4)(w0, b1.x | (b1.y << 16), b1.z | (b1.w << 16));
+            } else {
+                ((__global uint2 *)row)[j / 4] = w0;
+            }
+        }
+        return;
+    }
+    const float v[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
+    for (uint e = 0; e < n; ++e)
+        if (j + e < end)
+            fc_store(ydt, row, j + e, v[e]);
+}
+
+#endif /* FC_DTYPE_H */

@@ -1,0 +1,500 @@
+/* cl/softmax.cl — softmax / log-softmax over the last dimension of a strided 2-D view.
+ *
+ *   x [rows, cols] (row stride x_stride elements, first element at x_off) -> y (same shape)
+ *   s = x * scale (in f32);  y = exp(s - m) / d   or   y = (s - m) - log(d)
+ *   m = max(s), d = sum(exp(s - m)), accumulated in f32.
+ *
+ * Special values follow torch: -inf entries give 0 (log: -inf); a row holding NaN or +inf, or
+ * nothing but -inf, comes out all NaN (this falls out of the arithmetic: fmax skips NaN but the
+ * NaN reaches d through exp; +inf - +inf is NaN; an all -inf row has m = -inf and s - m = NaN).
+ *
+ * Variants (src/opencl/softmax.c picks one):
+ *   softmax_rows_in_registers_X_Y — a team of `team` work-items holds a row in private
+ *       memory: one read, one write. Several teams share a work-group when rows are short.
+ *   softmax_online_chunked_X_Y — a work-group per row of any length: pass 1 streams the row
+ *       keeping an online (m, d) per item, pass 2 re-reads it (from the cache) and writes.
+ *   softmax_split_row_partials_X + softmax_split_row_normalize_X_Y — few long rows: each
+ *       work-group reduces one slice of a row to (m, d); then each work-group merges its row's
+ *       partials in a fixed order and normalises its slice.
+ *   softmax_split_row_cooperative_X_Y (FC_COOP, GPUs only) — split row in one kernel: each
+ *       slice stays in registers while the row's work-groups exchange (m, d) through atomics.
+ * X, Y in f32, f16, bf16: every (input, output) pair is instantiated at the end of the file.
+ *
+ * Elements move in 16-byte chunks of n = 4 (f32) or 8 (f16, bf16) input elements: work-item
+ * `i` of a team of `w` takes elements n*(i + k*w) .. +n-1 for k = 0, 1, ... With `vec` set (row
+ * starts and strides of x and y are multiples of n elements) a chunk is one vector access;
+ * otherwise one access per element. */
+#ifndef FLASHCL_EMBEDDED
+#include "portability.h"
+#include "dtype.h"
+#endif
+
+/* 16-byte chunks each work-item holds in rows_in_registers: 16 f32 or 32 f16/bf16 elements. */
+#ifndef FC_RIR_CHUNKS
+#define FC_RIR_CHUNKS 4
+#endif
+/* Chunks each work-item loads per step of the streaming loops (loads in flight). */
+#ifndef FC_STREAM_UNROLL
+#define FC_STREAM_UNROLL 4
+#endif
+/* 1 (NVIDIA PTX only): per-element exp from one ex2.approx plus a correction term, ~5
+ * instructions instead of ~10 for exp, relative error ~3e-7 (see fc_exp_fast). */
+#ifndef FC_FAST_EXP
+#define FC_FAST_EXP 0
+#endif
+/* 1: build softmax_split_row_cooperative_* (needs 64-bit global atomics). */
+#ifndef FC_COOP
+#define FC_COOP 0
+#endif
+/* 1 (NVIDIA sm_70+): waiting work-groups of the cooperative split row sleep between polls,
+ * leaving the memory system to the groups that still load. */
+#ifndef FC_NV_SLEEP
+#define FC_NV_SLEEP 0
+#endif
+/* Chunks each work-item holds in registers in the cooperative split row. */
+#ifndef FC_COOP_CHUNKS
+#define FC_COOP_CHUNKS FC_RIR_CHUNKS
+#endif
+
+#if FC_FAST_EXP && defined(FC_SG_NV_PTX)
+/* exp(x) for x <= 0 or NaN (every per-element argument here is s - max). 2^(x log2 e) with
+ * x log2 e split into hi + lo exactly (FMA), so the product's rounding, which a plain
+ * ex2(x * log2e) would magnify by |x log2 e|, is put back to first order: the result is within
+ * ex2.approx's 2^-22 of exp(x). Arguments below -200 (incl. -inf) give 0, as exp does in f32;
+ * NaN stays NaN; 0 gives exactly 1. */
+FC_INLINE float fc_exp_fast(float x)
+{
+    x = x < -200.0f ? -200.0f : x;
+    const float hi = x * 1.44269502f;                          /* log2(e) rounded to float */
+    const float lo = fma(x, 1.44269502f, -hi) + x * 1.92596299e-8f; /* + the rest of log2(e) */
+    float e;
+    FC_ASM("ex2.approx.ftz.f32 %0, %1;" : "=f"(e) : "f"(hi));
+    return fma(e, lo * 0.693147181f, e);
+}
+
+FC_INLINE float4 fc_exp4(float4 x)
+{
+    return (float4)(fc_exp_fast(x.x), fc_exp_fast(x.y), fc_exp_fast(x.z), fc_exp_fast(x.w));
+}
+#define FC_EXP fc_exp4
+#else
+#define FC_EXP exp
+#endif
+
+FC_INLINE float fc_max4(float4 v)
+{
+    return fmax(fmax(v.x, v.y), fmax(v.z, v.w));
+}
+
+FC_INLINE float fc_sum4(float4 v)
+{
+    return (v.x + v.y) + (v.z + v.w);
+}
+
+/* -inf for the elements at or past `end`: neutral for the max and the sum of exp. Applied
+ * after scaling, which may be negative. */
+FC_INLINE float4 fc_mask4(float4 s, uint j, uint end)
+{
+    if (j + 4 <= end)
+        return s;
+    s.x = j < end ? s.x : -INFINITY;
+    s.y = j + 1 < end ? s.y : -INFINITY;
+    s.z = j + 2 < end ? s.z : -INFINITY;
+    s.w = -INFINITY;
+    return s;
+}
+
+/* s = x * scale for quad h (elements j + 4h ..) of a chunk at element j; -inf past `end`
+ * unless the caller knows the chunk is complete. */
+FC_INLINE float4 fc_quad_s(const int dt, uint4 raw, uint h, float scale, uint j, uint end,
+                           int complete)
+{
+    const float4 s = fc_chunk_quad(dt, raw, h) * scale;
+    return complete ? s : fc_mask4(s, j + 4 * h, end);
+}
+
+/* A complete chunk: no bounds checks. */
+FC_INLINE uint4 fc_chunk_load_all(const int dt, const __global void *row, uint j, int vec)
+{
+    return fc_chunk_load(dt, row, j, j + FC_CHUNK(dt), vec);
+}
+
+/* The normalised value of s given the row's merged (m, d). (s - m) comes first: exact for
+ * nearby values, so large inputs (~1000) lose nothing. */
+FC_INLINE float4 fc_normalize4(float4 s, float m, float inv_d, float log_d, int log_mode)
+{
+    return log_mode ? (s - m) - log_d : FC_EXP(s - m) * inv_d;
+}
+
+/* ---- streaming (online chunked, split row, cooperative tail) ---------------------------------
+ * A work-group walks elements [begin, end) of a row (begin a multiple of FC_CHUNK), each
+ * work-item FC_STREAM_UNROLL chunks per step; all loads of a step are issued before any use, and
+ * all steps but the last need no bounds checks. */
+FC_INLINE int fc_stream_load(const int dt, uint4 *raw, const __global void *row, uint j0,
+                             uint end, int vec, uint width)
+{
+    const uint n = FC_CHUNK(dt);
+    const int complete = j0 + n * width * (FC_STREAM_UNROLL - 1) + n <= end;
+    if (complete) {
+#pragma unroll
+        for (uint u = 0; u < FC_STREAM_UNROLL; ++u)
+            raw[u] = fc_chunk_load_all(dt, row, j0 + n * width * u, vec);
+    } else {
+#pragma unroll
+        for (uint u = 0; u < FC_STREAM_UNROLL; ++u)
+            raw[u] = fc_chunk_load(dt, row, j0 + n * width * u, end, vec);
+    }
+    return complete;
+}
+
+/* (m, d) of this work-item's share of [begin, end): one rescale of d per step. */
+FC_INLINE float2 fc_stream_md(const int dt, const __global void *row, uint begin, uint end,
+                              float scale, int vec, uint lid, uint width)
+{
+    const uint n = FC_CHUNK(dt);
+    float m = -INFINITY, d = 0.0f;
+    for (uint j0 = begin + n * lid; j0 < end; j0 += n * width * FC_STREAM_UNROLL) {
+        uint4 raw[FC_STREAM_UNROLL];
+        const int complete = fc_stream_load(dt, raw, row, j0, end, vec, width);
+        float block_max = -INFINITY;
+#pragma unroll
+        for (uint u = 0; u < FC_STREAM_UNROLL; ++u)
+            for (uint h = 0; h < n / 4; ++h)
+                block_max = fmax(block_max, fc_max4(fc_quad_s(dt, raw[u], h, scale,
+                                                              j0 + n * width * u, end, complete)));
+        const float mx = fmax(m, block_max), ref = fc_md_ref(mx);
+        float block_sum = 0.0f;
+#pragma unroll
+        for (uint u = 0; u < FC_STREAM_UNROLL; ++u)
+            for (uint h = 0; h < n / 4; ++h)
+                block_sum += fc_sum4(FC_EXP(
+                    fc_quad_s(dt, raw[u], h, scale, j0 + n * width * u, end, complete) - ref));
+        d = d * exp(m - ref) + block_sum;
+        m = mx;
+    }
+    return (float2)(m, d);
+}
+
+/* Pass 2: re-reads [begin, end) and writes it normalised by the row's (m, d). */
+FC_INLINE void fc_stream_normalize(const int xdt, const int ydt, const __global void *xrow,
+                                   __global void *yrow, uint begin, uint end, float scale,
+                                   float2 md, int log_mode, int vec, uint lid, uint width)
+{
+    const uint n = FC_CHUNK(xdt);
+    const float inv_d = 1.0f / md.y, log_d = log(md.y);
+    for (uint j0 = begin + n * lid; j0 < end; j0 += n * width * FC_STREAM_UNROLL) {
+        uint4 raw[FC_STREAM_UNROLL];
+        fc_stream_load(xdt, raw, xrow, j0, end, vec, width);
+#pragma unroll
+        for (uint u = 0; u < FC_STREAM_UNROLL; ++u) {
+            const uint j = j0 + n * width * u;
+            const float4 q0 = fc_normalize4(fc_chunk_quad(xdt, raw[u], 0) * scale, md.x, inv_d,
+                                            log_d, log_mode);
+            const float4 q1 = n == 8 ? fc_normalize4(fc_chunk_quad(xdt, raw[u], 1) * scale, md.x,
+                                                     inv_d, log_d, log_mode)
+                                     : q0;
+            fc_chunk_store(xdt, ydt, yrow, j, end, q0, q1, vec);
+        }
+    }
+}
+
+/* ---- registers: the shared core of rows_in_registers and the cooperative split row ---------
+ * A work-item holds `chunks` chunks of a row (or slice): chunk c at element
+ * begin + n * (lane + c * team), n = FC_CHUNK. Chunk c is complete for every lane of the team
+ * when begin + n * team * (c + 1) <= end, a test the whole team agrees on, so only the last
+ * chunk pays for bounds checks. */
+#define FC_REG_J(c) (begin + n * (lane + (c) * team))
+#define FC_REG_COMPLETE(c) (begin + n * team * ((c) + 1) <= end)
+
+FC_INLINE void fc_reg_load(const int dt, uint4 *raw, const uint chunks, const __global void *row,
+                           uint begin, uint end, uint lane, uint team, int vec)
+{
+    const uint n = FC_CHUNK(dt);
+#pragma unroll
+    for (uint c = 0; c < chunks; ++c)
+        raw[c] = FC_REG_COMPLETE(c) ? fc_chunk_load_all(dt, row, FC_REG_J(c), vec)
+                                    : fc_chunk_load(dt, row, FC_REG_J(c), end, vec);
+}
+
+FC_INLINE float fc_reg_max(const int dt, const uint4 *raw, const uint chunks, float scale,
+                           uint begin, uint end, uint lane, uint team)
+{
+    const uint n = FC_CHUNK(dt);
+    float m = -INFINITY;
+#pragma unroll
+    for (uint c = 0; c < chunks; ++c)
+        for (uint h = 0; h < n / 4; ++h)
+            m = fmax(m, fc_max4(fc_quad_s(dt, raw[c], h, scale, FC_REG_J(c), end,
+                                          FC_REG_COMPLETE(c))));
+    return m;
+}
+
+/* sum(exp(s - ref)); with `keep` (f32 only: an exp fits where its input was) the exps replace
+ * the raw data, so the output pass needs no second exp. */
+FC_INLINE float fc_reg_sum(const int dt, uint4 *raw, const uint chunks, float scale, float ref,
+                           int keep, uint begin, uint end, uint lane, uint team)
+{
+    const uint n = FC_CHUNK(dt);
+    float d = 0.0f;
+#pragma unroll
+    for (uint c = 0; c < chunks; ++c)
+        for (uint h = 0; h < n / 4; ++h) {
+            const float4 e = FC_EXP(fc_quad_s(dt, raw[c], h, scale, FC_REG_J(c), end,
+                                              FC_REG_COMPLETE(c)) - ref);
+            d += fc_sum4(e);
+            if (dt == FC_F32 && keep)
+                raw[c] = as_uint4(e);
+        }
+    return d;
+}
+
+/* Writes the held elements normalised by the row's (m, d); `kept` as in fc_reg_sum. */
+FC_INLINE void fc_reg_store(const int xdt, const int ydt, const uint4 *raw, const uint chunks,
+                            __global void *yrow, float scale, float2 md, int log_mode, int kept,
+                            uint begin, uint end, uint lane, uint team, int vec)
+{
+    const uint n = FC_CHUNK(xdt);
+    const float inv_d = 1.0f / md.y, log_d = log(md.y);
+#pragma unroll
+    for (uint c = 0; c < chunks; ++c) {
+        float4 q[2];
+        for (uint h = 0; h < n / 4; ++h)
+            q[h] = xdt == FC_F32 && kept
+                       ? as_float4(raw[c]) * inv_d
+                       : fc_normalize4(fc_chunk_quad(xdt, raw[c], h) * scale, md.x, inv_d, log_d,
+                                       log_mode);
+        fc_chunk_store(xdt, ydt, yrow, FC_REG_J(c), end, q[0], n == 8 ? q[1] : q[0], vec);
+    }
+}
+
+/* ---- row in registers --------------------------------------------------------------------- */
+
+/* A team of `team` work-items holds a row, FC_RIR_CHUNKS chunks each; a work-group holds
+ * get_local_size(0) / team rows. All items take part in the reductions, also those past the
+ * last row (no early return). */
+FC_INLINE void fc_rows_in_registers(const int xdt, const int ydt, const __global void *x,
+                                    ulong x_off, ulong x_stride, __global void *y, ulong y_off,
+                                    ulong y_stride, ulong rows, uint cols, float scale,
+                                    int log_mode, uint team, int vec, __local float *scratch)
+{
+    const uint lid = get_local_id(0), lane = lid & (team - 1u);
+    const ulong row = (ulong)get_group_id(0) * (get_local_size(0) / team) + lid / team;
+    const uint end = row < rows ? cols : 0u;
+    uint4 raw[FC_RIR_CHUNKS];
+
+    fc_reg_load(xdt, raw, FC_RIR_CHUNKS, fc_row(xdt, x, x_off + row * x_stride), 0, end, lane,
+                team, vec);
+    const float m = fc_team_max(fc_reg_max(xdt, raw, FC_RIR_CHUNKS, scale, 0, end, lane, team),
+                                team, scratch);
+    const float d = fc_team_sum(fc_reg_sum(xdt, raw, FC_RIR_CHUNKS, scale, m, !log_mode, 0, end,
+                                           lane, team),
+                                team, scratch);
+    fc_reg_store(xdt, ydt, raw, FC_RIR_CHUNKS, fc_row_w(ydt, y, y_off + row * y_stride), scale,
+                 (float2)(m, d), log_mode, !log_mode, 0, end, lane, team, vec);
+}
+
+/* ---- online chunked: work-groups loop over rows, one row at a time ------------------------- */
+FC_INLINE void fc_online_chunked(const int xdt, const int ydt, const __global void *x, ulong x_off,
+                                 ulong x_stride, __global void *y, ulong y_off, ulong y_stride,
+                                 ulong rows, uint cols, float scale, int log_mode, int vec,
+                                 __local float *scratch)
+{
+    const uint lid = get_local_id(0), width = get_local_size(0);
+    for (ulong row = get_group_id(0); row < rows; row += get_num_groups(0)) {
+        const __global void *xrow = fc_row(xdt, x, x_off + row * x_stride);
+        float2 md = fc_stream_md(xdt, xrow, 0, cols, scale, vec, lid, width);
+        md = fc_team_merge(md, width, scratch);
+        fc_stream_normalize(xdt, ydt, xrow, fc_row_w(ydt, y, y_off + row * y_stride), 0, cols,
+                            scale, md, log_mode, vec, lid, width);
+    }
+}
+
+/* ---- split row: partial (m, d) per slice, then normalise ----------------------------------- */
+
+/* Group g reduces slice g % slices of row g / slices into partials[g]. */
+FC_INLINE void fc_split_row_partials(const int xdt, const __global void *x, ulong x_off,
+                                     ulong x_stride, uint cols, uint slice_len, uint slices,
+                                     float scale, int vec, __global float2 *partials,
+                                     __local float *scratch)
+{
+    const uint lid = get_local_id(0), width = get_local_size(0);
+    const ulong g = get_group_id(0), row = g / slices;
+    const uint begin = (uint)(g % slices) * slice_len, end = min(cols, begin + slice_len);
+    float2 md = fc_stream_md(xdt, fc_row(xdt, x, x_off + row * x_stride), begin, end, scale, vec,
+                             lid, width);
+    md = fc_team_merge(md, width, scratch);
+    if (lid == 0)
+        partials[g] = md;
+}
+
+/* Groups run in reverse slice order: the slices the partial pass read last are the likeliest
+ * to still be in the cache. Every group of a row merges the same partials in the same order,
+ * so all slices of a row are normalised by identical (m, d). */
+FC_INLINE void fc_split_row_normalize(const int xdt, const int ydt, const __global void *x,
+                                      ulong x_off, ulong x_stride, __global void *y, ulong y_off,
+                                      ulong y_stride, uint cols, uint slice_len, uint slices,
+                                      float scale, int log_mode, int vec,
+                                      const __global float2 *partials, __local float *scratch)
+{
+    const uint lid = get_local_id(0), width = get_local_size(0);
+    const ulong g = get_num_groups(0) - 1 - get_group_id(0), row = g / slices;
+    const uint begin = (uint)(g % slices) * slice_len, end = min(cols, begin + slice_len);
+    float2 md = (float2)(-INFINITY, 0.0f);
+    for (uint i = lid; i < slices; i += width)
+        md = fc_md_merge(md, partials[row * slices + i]);
+    md = fc_team_merge(md, width, scratch);
+    fc_stream_normalize(xdt, ydt, fc_row(xdt, x, x_off + row * x_stride),
+                        fc_row_w(ydt, y, y_off + row * y_stride), begin, end, scale, md,
+                        log_mode, vec, lid, width);
+}
+
+#define FC_PTR_ARGS(XT, YT)                                                                    \
+    __global const XT *x, ulong x_off, ulong x_stride, __global YT *y, ulong y_off,            \
+        ulong y_stride
+
+#if FC_COOP
+/* ---- cooperative split row (GPUs with 64-bit global atomics) -------------------------------
+ * A row is cut into `slices` slices, one work-group each. A group keeps the first
+ * FC_COOP_CHUNKS chunks per work-item of its slice in registers (the rest, if any, is streamed and
+ * re-read from the cache), publishes its slice's (m, d), waits until every slice of its row has
+ * published, merges them in slice order (so every group of a row computes identical bits) and
+ * writes its slice: one read and one write per element when a slice fits in registers.
+ *
+ * Why waiting cannot deadlock: a group takes a ticket (an atomic counter) only once it runs,
+ * and the ticket, not get_group_id, says which row and slice it does. Tickets are handed out in
+ * the order groups start, so the rows before the newest one are complete sets of started
+ * groups, which finish without waiting for anyone not yet running; only the newest row can be
+ * waiting for groups that have not started, and they start as soon as finished groups free
+ * room. That needs room for `slices` groups at once: the host keeps slices <= compute units and
+ * enables this only on GPUs whose resident work-groups run independently (NVIDIA, AMD).
+ *
+ * state[0] is the ticket counter, state[1 + r * slices + s] the published (m, d) of slice s of
+ * row r as one 64-bit word (m's bits high, d's low); the host zeroes them before each launch.
+ * 0 is never a published value: m = +0 means d >= 1. Everything exchanged between groups goes
+ * through atomics, so no ordering between different words is relied on. */
+#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
+
+FC_INLINE ulong fc_md_pack(float2 md)
+{
+    return ((ulong)as_uint(md.x) << 32) | (ulong)as_uint(md.y);
+}
+
+FC_INLINE float2 fc_md_unpack(ulong w)
+{
+    return (float2)(as_float((uint)(w >> 32)), as_float((uint)w));
+}
+
+FC_INLINE void fc_split_row_cooperative(const int xdt, const int ydt, const __global void *x,
+                                        ulong x_off, ulong x_stride, __global void *y,
+                                        ulong y_off, ulong y_stride, uint cols, uint slice_len,
+                                        uint slices, float scale, int log_mode, int vec,
+                                        volatile __global ulong *state, __local float *scratch,
+                                        __local ulong *ticket)
+{
+    const uint lid = get_local_id(0), width = get_local_size(0), n = FC_CHUNK(xdt);
+    if (lid == 0)
+        *ticket = atom_inc(&state[0]);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const ulong t = *ticket, row = t / slices;
+    const uint slice = (uint)(t % slices), begin = slice * slice_len;
+    const uint end = min(cols, begin + slice_len);
+    const uint head_end = min(end, begin + n * width * FC_COOP_CHUNKS);
+    const __global void *xrow = fc_row(xdt, x, x_off + row * x_stride);
+    __global void *yrow = fc_row_w(ydt, y, y_off + row * y_stride);
+    uint4 raw[FC_COOP_CHUNKS];
+
+    /* Pass 1: the head into registers, the tail (if any) streamed. */
+    fc_reg_load(xdt, raw, FC_COOP_CHUNKS, xrow, begin, head_end, lid, width, vec);
+    const float2 tail = fc_stream_md(xdt, xrow, head_end, end, scale, vec, lid, width);
+    const float mx = fmax(fc_reg_max(xdt, raw, FC_COOP_CHUNKS, scale, begin, head_end, lid, width),
+                          tail.x);
+    const float ref = fc_md_ref(mx);
+    const float d = tail.y * exp(tail.x - ref) +
+                    fc_reg_sum(xdt, raw, FC_COOP_CHUNKS, scale, ref, 0, begin, head_end, lid, width);
+    float2 md = fc_team_merge((float2)(mx, d), width, scratch);
+
+    /* Publish this slice, then gather the row's slices (lane i waits for slice i, i + width..). */
+    volatile __global ulong *row_slots = state + 1 + row * slices;
+    if (lid == 0)
+        atom_xchg(&row_slots[slice], fc_md_pack(md));
+    md = (float2)(-INFINITY, 0.0f);
+    for (uint i = lid; i < slices; i += width) {
+        ulong w;
+        while ((w = atom_add(&row_slots[i], (ulong)0)) == 0) {
+#if FC_NV_SLEEP
+            FC_ASM volatile("nanosleep.u32 200;");
+#endif
+        }
+        md = fc_md_merge(md, fc_md_unpack(w));
+    }
+    md = fc_team_merge(md, width, scratch);
+
+    /* Pass 2: normalise the head from registers, re-read the tail. */
+    fc_reg_store(xdt, ydt, raw, FC_COOP_CHUNKS, yrow, scale, md, log_mode, 0, begin, head_end, lid,
+                 width, vec);
+    fc_stream_normalize(xdt, ydt, xrow, yrow, head_end, end, scale, md, log_mode, vec, lid, width);
+}
+
+#define FC_COOP_KERNEL(XN, XT, XD, YN, YT, YD)                                                 \
+    __kernel void softmax_split_row_cooperative_##XN##_##YN(                                   \
+        FC_PTR_ARGS(XT, YT), uint cols, uint slice_len, uint slices, float scale, int log_mode, \
+        int vec, volatile __global ulong *state)                                               \
+    {                                                                                          \
+        __local float scratch[FC_MAX_WG];                                                      \
+        __local ulong ticket;                                                                  \
+        fc_split_row_cooperative(XD, YD, x, x_off, x_stride, y, y_off, y_stride, cols,         \
+                                 slice_len, slices, scale, log_mode, vec, state, scratch,      \
+                                 &ticket);                                                     \
+    }
+#else
+#define FC_COOP_KERNEL(XN, XT, XD, YN, YT, YD)
+#endif
+
+/* ---- instantiation: every (input, output) storage pair --------------------------------------- */
+#define FC_SOFTMAX_PAIR(XN, XT, XD, YN, YT, YD)                                                \
+    __kernel void softmax_rows_in_registers_##XN##_##YN(FC_PTR_ARGS(XT, YT), ulong rows,        \
+                                                        uint cols, float scale, int log_mode,  \
+                                                        uint team, int vec)                    \
+    {                                                                                          \
+        __local float scratch[FC_MAX_WG];                                                      \
+        fc_rows_in_registers(XD, YD, x, x_off, x_stride, y, y_off, y_stride, rows, cols, scale, \
+                             log_mode, team, vec, scratch);                                    \
+    }                                                                                          \
+    __kernel void softmax_online_chunked_##XN##_##YN(FC_PTR_ARGS(XT, YT), ulong rows,           \
+                                                     uint cols, float scale, int log_mode,     \
+                                                     int vec)                                  \
+    {                                                                                          \
+        __local float scratch[FC_MAX_WG];                                                      \
+        fc_online_chunked(XD, YD, x, x_off, x_stride, y, y_off, y_stride, rows, cols, scale,   \
+                          log_mode, vec, scratch);                                             \
+    }                                                                                          \
+    __kernel void softmax_split_row_normalize_##XN##_##YN(                                     \
+        FC_PTR_ARGS(XT, YT), uint cols, uint slice_len, uint slices, float scale,              \
+        int log_mode, int vec, __global const float2 *partials)                                \
+    {                                                                                          \
+        __local float scratch[FC_MAX_WG];                                                      \
+        fc_split_row_normalize(XD, YD, x, x_off, x_stride, y, y_off, y_stride, cols,           \
+                               slice_len, slices, scale, log_mode, vec, partials, scratch);    \
+    }                                                                                          \
+    FC_COOP_KERNEL(XN, XT, XD, YN, YT, YD)
+
+#define FC_SPLIT_PARTIALS(XN, XT, XD)                                                          \
+    __kernel void softmax_split_row_partials_##XN(__global const XT *x, ulong x_off,           \
+                                                  ulong x_stride, uint cols, uint slice_len,   \
+                                                  uint slices, float scale, int vec,           \
+                                                  __global float2 *partials)                   \
+    {                                                                                          \
+        __local float scratch[FC_MAX_WG];                                                      \
+        fc_split_row_partials(XD, x, x_off, x_stride, cols, slice_len, slices, scale, vec,     \
+                              partials, scratch);                                              \
+    }
+
+#define FC_SOFTMAX_FROM(XN, XT, XD)                                                            \
+    FC_SOFTMAX_PAIR(XN, XT, XD, f32, float, FC_F32)                                            \
+    FC_SOFTMAX_PAIR(XN, XT, XD, f16, half, FC_F16)                                             \
+    FC_SOFTMAX_PAIR(XN, XT, XD, bf16, ushort, FC_BF16)                                         \
+    FC_SPLIT_PARTIALS(XN, XT, XD)
+
+FC_SOFTMAX_FROM(f32, float, FC_F32)
+FC_SOFTMAX_FROM(f16, half, FC_F16)
+FC_SOFTMAX_FROM(bf16, ushort, FC_BF16)

@@ -1,0 +1,77 @@
+/* What the attention kernels (cuda/attention*.cuh, CUDA C++) and their host side
+ * (src/cuda/attention.c, C99) must agree on. Plain C, fixed-width members, wide to narrow. */
+#ifndef FLASHCL_CUDA_ATTENTION_SHARED_H
+#define FLASHCL_CUDA_ATTENTION_SHARED_H
+
+#include <stdint.h>
+
+/* The forward kernels' by-value argument. Rows of a block are "packed GQA" rows: for one batch
+ * entry and one kv head, row r is query i = r / group of query head kv_head * group + r % group,
+ * so all the query heads that share a kv head share its K/V tiles. */
+typedef struct fc_attention_args {
+    uint64_t q, k, v, o, lse;       /* device addresses (offsets applied); lse 0: not wanted */
+    uint64_t o_part, lse_part;      /* split-KV: f32 partials [split][B][Hq][Sq][D], [..][Sq] */
+    int64_t q_strides[4], k_strides[4], v_strides[4], o_strides[4]; /* [b, s, h, d] elements */
+    int64_t lse_strides[3];         /* [b, h, s] */
+    int64_t batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim;
+    int64_t keys_per_split;         /* a multiple of the kernel's key block */
+    float scale_log2;               /* scale * log2(e): scores go to exp2 directly */
+    float softcap;                  /* 0: off; else s = softcap * tanh(scale * qk / softcap) */
+    float scale;                    /* for softcap */
+    int32_t causal, window_left, window_right;
+    int32_t group;                  /* heads_q / heads_kv */
+    int32_t splits;                 /* 1: write o (and lse); >1: write the f32 partials */
+    int32_t reserved;
+} fc_attention_args;
+#define FC_ATTENTION_ARGS_BYTES 304
+
+/* A partial result for the merge kernel: o [B, Sq, H, D] (dtype of the merge) and f32 lse
+ * [B, H, Sq], each with its own strides. */
+typedef struct fc_merge_part {
+    uint64_t o, lse;
+    int64_t o_strides[4];
+    int64_t lse_strides[3];
+    int64_t reserved;
+} fc_merge_part;
+#define FC_MERGE_PART_BYTES 80
+
+/* The merge kernel's argument: `parts` descriptors in device memory, or (internal split-KV) a
+ * regular array of f32 partials in fc_attention_args' layout when regular_o != 0. */
+typedef struct fc_merge_args {
+    uint64_t part_descs;            /* device array of fc_merge_part, or 0 */
+    uint64_t regular_o, regular_lse;/* split-KV partials: [part][B][H][Sq][D] and [part][B][H][Sq] */
+    uint64_t o, lse;                /* outputs; lse 0: not wanted */
+    int64_t o_strides[4], lse_strides[3];
+    int64_t batch, seqlen_q, heads, head_dim;
+    int32_t parts;
+    int32_t part_dtype;             /* flashcl_dtype of the o parts (f32 for split-KV) */
+    int32_t o_dtype;
+    int32_t reserved;
+} fc_merge_args;
+#define FC_MERGE_ARGS_BYTES 144
+
+/* Tensor-core forward (f16/bf16): 4 warps, 64 packed rows per block, key blocks of KEYS.
+ * X(name, head_dim_pad, keys): the host takes the first whose pad covers head_dim. */
+#define FC_ATTENTION_TC_CONFIGS(X) \
+    X(d32, 32, 64)                 \
+    X(d64, 64, 64)                 \
+    X(d96, 96, 64)                 \
+    X(d128, 128, 64)               \
+    X(d192, 192, 32)               \
+    X(d256, 256, 32)
+#define FC_ATTENTION_TC_THREADS 128
+#define FC_ATTENTION_TC_ROWS 64
+
+/* SIMT forward, true f32 (and the fallback for any layout, alignment or head_dim of any dtype):
+ * 4 warps, 16 packed rows per block (4 per warp), key blocks of 32 (one per lane). */
+#define FC_ATTENTION_SIMT_CONFIGS(X) \
+    X(d64, 64)                       \
+    X(d128, 128)                     \
+    X(d256, 256)
+#define FC_ATTENTION_SIMT_THREADS 128
+#define FC_ATTENTION_SIMT_ROWS 16
+#define FC_ATTENTION_SIMT_KEYS 32
+
+#define FC_MERGE_THREADS 128 /* one warp per output row */
+
+#endif

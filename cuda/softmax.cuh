@@ -1,0 +1,398 @@
+/* Softmax kernels: row in registers, resident split, online chunked, and the two-kernel split.
+ *
+ * Numbers follow torch.softmax / torch.log_softmax: s = x * scale rounded to f32 first (never
+ * contracted into a later subtraction: with |x| ~ 1e30 that would cost the whole result),
+ * m = max s, d = sum exp(s - m) in f32, y = exp(s - m) / d or (s - m) - log d. Special values
+ * need no branches: fmaxf ignores NaN but exp(NaN - m) makes d NaN; +inf makes m = +inf and
+ * exp(inf - inf) = NaN; an all -inf row has d = 0 so 0 * (1/0) and -inf + inf are NaN; a -inf
+ * entry of an ordinary row gives exp(-inf) = 0 and log -inf. expf (not __expf) keeps the error
+ * of each term near 1 ulp, within the tests' 1e-5 relative tolerance even for |s - m| ~ 80.
+ *
+ * Layout of a row slice in registers: thread t of a group of G threads owns NV vectors of VEC
+ * consecutive columns; vector k starts at column origin + (k * G + t) * VEC, so one load
+ * instruction of the group covers G * 16 contiguous bytes. All loads of a thread are issued
+ * before any value is used, so NV loads per thread are in flight at once. */
+#pragma once
+
+#include "common.cuh"
+#include "softmax_shared.h"
+
+static_assert(sizeof(fc_softmax_args) == FC_SOFTMAX_ARGS_BYTES, "host and device layouts differ");
+
+/* Row r of a view with base address `base`, `stride` elements between rows of `bytes` each. */
+FC_DEVICE char *row_ptr(uint64_t base, int64_t row, int64_t stride, int bytes) {
+    return reinterpret_cast<char *>(base) + row * stride * bytes;
+}
+
+/* Loads NV vectors (see the layout above) of the columns [origin, limit) into v, scaled;
+ * columns at or past `limit` read as -inf, which changes neither the max nor the sum. One base
+ * pointer per thread and compile-time offsets keep the address arithmetic out of the registers. */
+template <int DT, int G, int NV>
+FC_DEVICE void load_slice(const char *row, int64_t origin, int64_t limit, int t, bool vec_ok,
+                          float scale, float *v) {
+    constexpr int VEC = dtype_io<DT>::vec, BYTES = dtype_io<DT>::bytes;
+    const int64_t first = origin + (int64_t)t * VEC; /* this thread's first column */
+    const int64_t room = limit - first;               /* columns left from there (may be < 0) */
+    const char *p = row + first * BYTES;
+    uint4 raw[NV];
+#pragma unroll
+    for (int k = 0; k < NV; k++) /* first every full, aligned vector: the loads overlap */
+        if (vec_ok && k * G * VEC + VEC <= room)
+            raw[k] = *reinterpret_cast<const uint4 *>(p + k * G * VEC * BYTES);
+#pragma unroll
+    for (int k = 0; k < NV; k++) {
+        float *o = v + k * VEC;
+        if (vec_ok && k * G * VEC + VEC <= room) {
+            dtype_io<DT>::unpack(raw[k], o);
+#pragma unroll
+            for (int e = 0; e < VEC; e++) o[e] = __fmul_rn(o[e], scale);
+        } else { /* the row's tail, or a row start that is not 16-byte aligned */
+#pragma unroll
+            for (int e = 0; e < VEC; e++) {
+                const int c = k * G * VEC + e;
+                o[e] = c < room ? __fmul_rn(dtype_io<DT>::load(p + c * BYTES), scale) : -INFINITY;
+            }
+        }
+    }
+}
+
+/* Stores a slice in the same layout to y of dtype YT (known at compile time here: the caller
+ * switches on the runtime output dtype once, outside the unrolled loops). */
+template <int YT, int VEC, int G, int NV, bool STREAMING>
+FC_DEVICE void store_slice_as(char *row, int64_t origin, int64_t limit, int t, bool vec_ok,
+                              const float *v) {
+    constexpr int BYTES = YT == FC_F32 ? 4 : 2;
+    const int64_t first = origin + (int64_t)t * VEC;
+    const int64_t room = limit - first;
+    char *p = row + first * BYTES;
+#pragma unroll
+    for (int k = 0; k < NV; k++) {
+        if (vec_ok && k * G * VEC + VEC <= room) {
+            store_vec<VEC, STREAMING>(p + k * G * VEC * BYTES, YT, v + k * VEC);
+        } else {
+#pragma unroll
+            for (int e = 0; e < VEC; e++) {
+                const int c = k * G * VEC + e;
+                if (c < room) store_one(p + c * BYTES, YT, v[k * VEC + e]);
+            }
+        }
+    }
+}
+
+template <int VEC, int G, int NV, bool STREAMING>
+FC_DEVICE void store_slice(char *row, int64_t origin, int64_t limit, int t, int y_dt,
+                           bool vec_ok, const float *v) {
+    if (y_dt == FC_F32) store_slice_as<FC_F32, VEC, G, NV, STREAMING>(row, origin, limit, t, vec_ok, v);
+    else if (y_dt == FC_F16) store_slice_as<FC_F16, VEC, G, NV, STREAMING>(row, origin, limit, t, vec_ok, v);
+    else store_slice_as<FC_BF16, VEC, G, NV, STREAMING>(row, origin, limit, t, vec_ok, v);
+}
+
+/* The max of a row slice held by a group of G threads (G <= 32: a sub-warp butterfly; else the
+ * whole block). `slots`: shared scratch for block-wide groups. */
+template <int G> FC_DEVICE float group_max(float v, float *slots) {
+    if constexpr (G <= 32) return warp_max<G>(v);
+    else return block_max<G>(v, slots);
+}
+template <int G> FC_DEVICE float group_sum(float v, float *slots) {
+    if constexpr (G <= 32) return warp_sum<G>(v);
+    else return block_sum<G>(v, slots);
+}
+
+/* This thread's sum of exp(v - s) in a fixed order. Softmax replaces v by the exponentials
+ * (they are the numerators); log-softmax keeps v (it needs s - m later). */
+template <int N> FC_DEVICE float thread_exp_sum(float *v, float s, bool log) {
+    float d = 0.0f;
+    if (!log) {
+#pragma unroll
+        for (int i = 0; i < N; i++) v[i] = expf(v[i] - s), d += v[i];
+    } else {
+#pragma unroll
+        for (int i = 0; i < N; i++) d += expf(v[i] - s);
+    }
+    return d;
+}
+
+/* The same over a row slice held by a group, given the slice's max m: the group's sum. */
+template <int G, int N>
+FC_DEVICE float exp_and_sum(float *v, float m, bool log, float *slots) {
+    return group_sum<G>(thread_exp_sum<N>(v, subtrahend(m), log), slots);
+}
+
+/* Final values: softmax multiplies the exponentials by `factor` (1/d, or for a chunk of a split
+ * row e^(m_chunk - m) / d); log-softmax computes (v - m) - log d. */
+template <int N>
+FC_DEVICE void finish_values(float *v, bool log, float m, float factor, float log_d) {
+    const float s = subtrahend(m);
+#pragma unroll
+    for (int i = 0; i < N; i++) v[i] = log ? (v[i] - s) - log_d : v[i] * factor;
+}
+
+/* ---- row in registers: one read, one write --------------------------------------------------- */
+
+/* Groups of G threads each own one row; a block holds BLOCK / G groups. Deliberately no row
+ * loop: with one, ptxas keeps loop state beside the 32 values and spills at the 64-register cap,
+ * so the grid covers the rows instead (2-D when it exceeds gridDim.x). Rows past the end inside
+ * a block are processed as empty, so every lane takes part in every shuffle and barrier. */
+template <int DT, int G, int N, int BLOCK>
+__device__ void softmax_rows(const fc_softmax_args &a) {
+    constexpr int VEC = dtype_io<DT>::vec, NV = N / VEC, GROUPS = BLOCK / G;
+    __shared__ float max_slots[32], sum_slots[32];
+    const int64_t block = (int64_t)blockIdx.y * gridDim.x + blockIdx.x;
+    if (block * GROUPS >= a.rows) return; /* uniform across the block */
+    const int t = threadIdx.x % G;
+    const bool log = a.log != 0;
+    const int64_t row = block * GROUPS + threadIdx.x / G;
+    const int64_t cols = row < a.rows ? a.cols : 0;
+    float v[N];
+    load_slice<DT, G, NV>(row_ptr(a.x, row, a.x_stride, dtype_io<DT>::bytes), 0, cols, t,
+                          a.x_vec_ok, a.scale, v);
+    float m = -INFINITY;
+#pragma unroll
+    for (int i = 0; i < N; i++) m = fmaxf(m, v[i]);
+    m = group_max<G>(m, max_slots);
+    const float d = exp_and_sum<G, N>(v, m, log, sum_slots);
+    finish_values<N>(v, log, m, 1.0f / d, log ? logf(d) : 0.0f);
+    store_slice<VEC, G, NV, false>(row_ptr(a.y, row, a.y_stride, a.y_dtype == FC_F32 ? 4 : 2), 0,
+                                   cols, t, a.y_dtype, a.y_vec_ok, v);
+}
+
+/* ---- resident split: rows longer than a block spread over co-resident blocks, read once ------ */
+
+/* The row's (max, sum) from its `chunks` partials, merged in a fixed order (lane l takes
+ * partials l, l+32, ...; then a butterfly) so that every warp of every block gets the same bits.
+ * Loads bypass L1 (ld.cg): L1 is not coherent with other SMs' writes. */
+FC_DEVICE void merge_partials(const float2 *p, int chunks, float &m, float &d) {
+    m = -INFINITY, d = 0.0f;
+    for (int i = threadIdx.x & 31; i < chunks; i += 32) {
+        const float2 q = __ldcg(p + i);
+        stats_merge(m, d, q.x, q.y);
+    }
+    warp_merge<32>(m, d);
+}
+
+/* A part of a chunk parked in shared memory: each thread keeps its own N values there (as
+ * float4, thread-interleaved so that the accesses are conflict-free) and only it reads them. */
+template <int TPB, int N> FC_DEVICE void park(float4 *parts, int p, const float *v) {
+#pragma unroll
+    for (int j = 0; j < N / 4; j++)
+        parts[(p * (N / 4) + j) * TPB + threadIdx.x] = make_float4(v[4 * j], v[4 * j + 1], v[4 * j + 2], v[4 * j + 3]);
+}
+template <int TPB, int N> FC_DEVICE void unpark(const float4 *parts, int p, float *v) {
+#pragma unroll
+    for (int j = 0; j < N / 4; j++) {
+        const float4 f = parts[(p * (N / 4) + j) * TPB + threadIdx.x];
+        v[4 * j] = f.x, v[4 * j + 1] = f.y, v[4 * j + 2] = f.z, v[4 * j + 3] = f.w;
+    }
+}
+
+/* Each block holds one chunk of a row on chip: a.smem_parts parts of TPB * N columns parked in
+ * dynamic shared memory, then one part in registers. The chunks of a row exchange their
+ * (max, sum) through global memory and wait for one another, then normalise what they hold, so
+ * the row is read once however long it is, as long as all its chunks fit on the GPU at once.
+ * Launched cooperatively (all blocks resident, so the waits finish) with a grid that is a
+ * multiple of a.chunks, so that every row's chunks run in the same round of the item loop. */
+template <int DT, int TPB, int N>
+__device__ void softmax_resident(const fc_softmax_args &a) {
+    constexpr int VEC = dtype_io<DT>::vec, NV = N / VEC, PART = TPB * N;
+    extern __shared__ float4 parts[];
+    __shared__ float max_slots[32], sum_slots[32];
+    __shared__ float2 row_stats;
+    const bool log = a.log != 0;
+    const int items = (int)(a.rows * a.chunks); /* the host keeps it below 2^31 */
+    const int y_bytes = a.y_dtype == FC_F32 ? 4 : 2;
+    float2 *partials = reinterpret_cast<float2 *>(a.partials);
+    unsigned *counters = reinterpret_cast<unsigned *>(a.counters);
+    /* 32-bit item arithmetic: at 64 registers every pair saved keeps ptxas from spilling. */
+    for (int item = blockIdx.x; item < items; item += gridDim.x) {
+        const int row = item / a.chunks;
+        const int chunk = item % a.chunks;
+        const int64_t origin = (int64_t)chunk * a.chunk_cols;
+        const int64_t limit = min(origin + a.chunk_cols, a.cols);
+        const char *x_row = row_ptr(a.x, row, a.x_stride, dtype_io<DT>::bytes);
+        const int64_t own = origin + (int64_t)a.smem_parts * PART; /* the register part */
+        float v[N], w[N];
+        float m = -INFINITY;
+        for (int p = 0; p < a.smem_parts; p++) {
+            load_slice<DT, TPB, NV>(x_row, origin + (int64_t)p * PART, limit, threadIdx.x,
+                                    a.x_vec_ok, a.scale, w);
+#pragma unroll
+            for (int i = 0; i < N; i++) m = fmaxf(m, w[i]);
+            park<TPB, N>(parts, p, w);
+        }
+        load_slice<DT, TPB, NV>(x_row, own, limit, threadIdx.x, a.x_vec_ok, a.scale, v);
+#pragma unroll
+        for (int i = 0; i < N; i++) m = fmaxf(m, v[i]);
+        m = block_max<TPB>(m, max_slots);
+        /* This chunk's sum of exp(s - m), parts first; softmax keeps the exponentials. */
+        const float sub = subtrahend(m);
+        float d = 0.0f;
+        for (int p = 0; p < a.smem_parts; p++) {
+            unpark<TPB, N>(parts, p, w);
+            d += thread_exp_sum<N>(w, sub, log);
+            if (!log) park<TPB, N>(parts, p, w);
+        }
+        d += thread_exp_sum<N>(v, sub, log);
+        d = block_sum<TPB>(d, sum_slots);
+        if (threadIdx.x == 0) {
+            __stcg(partials + item, make_float2(m, d));
+            add_release_gpu(counters + row, 1u); /* publishes the partial above */
+            while (load_acquire_gpu(counters + row) < (unsigned)a.chunks) __nanosleep(100);
+        }
+        __syncthreads(); /* extends thread 0's acquire to the block */
+        if (threadIdx.x < 32) {
+            float rm, rd;
+            merge_partials(partials + (item - chunk), a.chunks, rm, rd);
+            if (threadIdx.x == 0) row_stats = make_float2(rm, rd);
+        }
+        __syncthreads();
+        const float rm = row_stats.x, rd = row_stats.y;
+        /* This chunk's exponentials are relative to its own max: rescale by e^(m - rm). A chunk
+         * of only -inf holds zeros; its factor must be 0, not e^(0 - rm), which can be inf. */
+        const float rescale = m == -INFINITY ? 0.0f : expf(m - subtrahend(rm));
+        const float factor = __fmul_rn(rescale, 1.0f / rd), log_d = log ? logf(rd) : 0.0f;
+        char *y_row = row_ptr(a.y, row, a.y_stride, y_bytes);
+        for (int p = 0; p < a.smem_parts; p++) {
+            unpark<TPB, N>(parts, p, w);
+            finish_values<N>(w, log, rm, factor, log_d);
+            store_slice<VEC, TPB, NV, false>(y_row, origin + (int64_t)p * PART, limit, threadIdx.x,
+                                             a.y_dtype, a.y_vec_ok, w);
+        }
+        finish_values<N>(v, log, rm, factor, log_d);
+        store_slice<VEC, TPB, NV, false>(y_row, own, limit, threadIdx.x, a.y_dtype, a.y_vec_ok, v);
+        __syncthreads(); /* row_stats and the slots are reused by the next item */
+    }
+}
+
+/* ---- streaming: any row length, the row read twice ------------------------------------------- */
+
+/* Pass 1 over the columns [c0, c1): each thread keeps an online (max, sum) over its vectors,
+ * UV vectors per step (one exp per element plus one per step); then the block merges. */
+template <int DT, int TPB, int UV>
+FC_DEVICE void stream_stats(const char *row, int64_t c0, int64_t c1, bool vec_ok, float scale,
+                            float &m, float &d, float2 *slots) {
+    constexpr int VEC = dtype_io<DT>::vec, STEP = TPB * UV * VEC;
+    m = -INFINITY, d = 0.0f;
+    for (int64_t base = c0; base < c1; base += STEP) {
+        float v[UV * VEC];
+        load_slice<DT, TPB, UV>(row, base, c1, threadIdx.x, vec_ok, scale, v);
+        float M = m;
+#pragma unroll
+        for (int i = 0; i < UV * VEC; i++) M = fmaxf(M, v[i]);
+        const float s = subtrahend(M);
+        float sum = 0.0f;
+#pragma unroll
+        for (int i = 0; i < UV * VEC; i++) sum += expf(v[i] - s);
+        d = __fadd_rn(__fmul_rn(d, expf(m - s)), sum);
+        m = M;
+    }
+    block_merge<TPB>(m, d, slots);
+}
+
+/* Pass 2: y = exp(s - m) / d, or (s - m) - log d, over [c0, c1). Stores are evict-first so that
+ * the input, which pass 2 may still find in L2, is what stays there. */
+template <int DT, int TPB, int UV>
+FC_DEVICE void stream_normalize(const char *x_row, char *y_row, int64_t c0, int64_t c1,
+                                const fc_softmax_args &a, float m, float d) {
+    constexpr int VEC = dtype_io<DT>::vec, STEP = TPB * UV * VEC;
+    const float s = subtrahend(m), inv_d = 1.0f / d, log_d = logf(d);
+    for (int64_t base = c0; base < c1; base += STEP) {
+        float v[UV * VEC];
+        load_slice<DT, TPB, UV>(x_row, base, c1, threadIdx.x, a.x_vec_ok, a.scale, v);
+#pragma unroll
+        for (int i = 0; i < UV * VEC; i++) v[i] = a.log ? (v[i] - s) - log_d : expf(v[i] - s) * inv_d;
+        store_slice<VEC, TPB, UV, true>(y_row, base, c1, threadIdx.x, a.y_dtype, a.y_vec_ok, v);
+    }
+}
+
+/* Online chunked: one block per row, both passes. */
+template <int DT, int TPB, int UV>
+__device__ void softmax_chunked(const fc_softmax_args &a) {
+    __shared__ float2 slots[32];
+    const int y_bytes = a.y_dtype == FC_F32 ? 4 : 2;
+    for (int64_t row = blockIdx.x; row < a.rows; row += gridDim.x) {
+        const char *x_row = row_ptr(a.x, row, a.x_stride, dtype_io<DT>::bytes);
+        float m, d;
+        stream_stats<DT, TPB, UV>(x_row, 0, a.cols, a.x_vec_ok, a.scale, m, d, slots);
+        stream_normalize<DT, TPB, UV>(x_row, row_ptr(a.y, row, a.y_stride, y_bytes),
+                                      0, a.cols, a, m, d);
+        __syncthreads(); /* slots are reused by the next row */
+    }
+}
+
+/* Two-kernel split, kernel 1: the (max, sum) of each (row, chunk). */
+template <int DT, int TPB, int UV>
+__device__ void softmax_split_stats(const fc_softmax_args &a) {
+    __shared__ float2 slots[32];
+    float2 *partials = reinterpret_cast<float2 *>(a.partials);
+    const int64_t items = a.rows * a.chunks;
+    for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
+        const int64_t row = item / a.chunks, c0 = (item % a.chunks) * a.chunk_cols;
+        float m, d;
+        stream_stats<DT, TPB, UV>(row_ptr(a.x, row, a.x_stride, dtype_io<DT>::bytes), c0,
+                                  min(c0 + a.chunk_cols, a.cols), a.x_vec_ok, a.scale, m, d, slots);
+        if (threadIdx.x == 0) partials[item] = make_float2(m, d);
+        __syncthreads();
+    }
+}
+
+/* Kernel 2: merge the row's partials, normalise the chunk. Items run in the reverse order of
+ * kernel 1, so the first chunks re-read are the last ones kernel 1 left in L2. */
+template <int DT, int TPB, int UV>
+__device__ void softmax_split_normalize(const fc_softmax_args &a) {
+    __shared__ float2 row_stats;
+    const float2 *partials = reinterpret_cast<const float2 *>(a.partials);
+    const int64_t items = a.rows * a.chunks;
+    const int y_bytes = a.y_dtype == FC_F32 ? 4 : 2;
+    for (int64_t i = blockIdx.x; i < items; i += gridDim.x) {
+        const int64_t item = items - 1 - i;
+        const int64_t row = item / a.chunks, c0 = (item % a.chunks) * a.chunk_cols;
+        if (threadIdx.x < 32) {
+            float m, d;
+            merge_partials(partials + row * a.chunks, a.chunks, m, d);
+            if (threadIdx.x == 0) row_stats = make_float2(m, d);
+        }
+        __syncthreads();
+        const float m = row_stats.x, d = row_stats.y;
+        stream_normalize<DT, TPB, UV>(row_ptr(a.x, row, a.x_stride, dtype_io<DT>::bytes),
+                                      row_ptr(a.y, row, a.y_stride, y_bytes), c0,
+                                      min(c0 + a.chunk_cols, a.cols), a, m, d);
+        __syncthreads();
+    }
+}
+
+/* ---- the exported kernels: extern "C" names the host looks up ---------------------------------- */
+/* Launch bounds cap registers at 64 per thread (1024 threads' worth per SM): enough for 32 values
+ * plus addresses, and at least 1024 resident threads per SM to keep loads in flight. */
+
+#define FC_SOFTMAX_FOR_DTYPES(M, ...) \
+    M(f32, FC_F32, __VA_ARGS__) M(f16, FC_F16, __VA_ARGS__) M(bf16, FC_BF16, __VA_ARGS__)
+
+#define FC_ROWS_KERNEL(dt_name, DT, name, G, N, BLOCK)                                         \
+    extern "C" __global__ void __launch_bounds__(BLOCK, 1024 / BLOCK)                           \
+        fc_softmax_rows_##name##_##dt_name(fc_softmax_args a) {                                 \
+        softmax_rows<DT, G, N, BLOCK>(a);                                                       \
+    }
+#define FC_ROWS_KERNELS(name, G, N, BLOCK) FC_SOFTMAX_FOR_DTYPES(FC_ROWS_KERNEL, name, G, N, BLOCK)
+FC_SOFTMAX_ROW_CONFIGS(FC_ROWS_KERNELS)
+
+/* Streaming kernels take 16 values per thread and step whatever the dtype. */
+#define FC_STREAM_ARGS(DT) DT, FC_SOFTMAX_STREAM_THREADS, FC_SOFTMAX_STREAM_VALUES / dtype_io<DT>::vec
+
+#define FC_OTHER_KERNELS(dt_name, DT, unused)                                                  \
+    extern "C" __global__ void __launch_bounds__(FC_SOFTMAX_RESIDENT_THREADS, 2)                \
+        fc_softmax_resident_##dt_name(fc_softmax_args a) {                                      \
+        softmax_resident<DT, FC_SOFTMAX_RESIDENT_THREADS, FC_SOFTMAX_RESIDENT_ITEMS>(a);        \
+    }                                                                                           \
+    extern "C" __global__ void __launch_bounds__(FC_SOFTMAX_STREAM_THREADS, 2)                  \
+        fc_softmax_chunked_##dt_name(fc_softmax_args a) {                                       \
+        softmax_chunked<FC_STREAM_ARGS(DT)>(a);                                                 \
+    }                                                                                           \
+    extern "C" __global__ void __launch_bounds__(FC_SOFTMAX_STREAM_THREADS, 2)                  \
+        fc_softmax_split_stats_##dt_name(fc_softmax_args a) {                                   \
+        softmax_split_stats<FC_STREAM_ARGS(DT)>(a);                                             \
+    }                                                                                           \
+    extern "C" __global__ void __launch_bounds__(FC_SOFTMAX_STREAM_THREADS, 2)                  \
+        fc_softmax_split_normalize_##dt_name(fc_softmax_args a) {                               \
+        softmax_split_normalize<FC_STREAM_ARGS(DT)>(a);                                         \
+    }
+FC_SOFTMAX_FOR_DTYPES(FC_OTHER_KERNELS, 0)

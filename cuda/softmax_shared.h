@@ -1,0 +1,62 @@
+/* What the softmax kernels (cuda/softmax.cuh, CUDA C++) and their host side (src/cuda/softmax.c,
+ * C99) must agree on: the argument block and the table of row-in-registers configurations.
+ * Plain C so that both compilers read the same text. */
+#ifndef FLASHCL_CUDA_SOFTMAX_SHARED_H
+#define FLASHCL_CUDA_SOFTMAX_SHARED_H
+
+#include <stdint.h>
+
+/* The single by-value argument of every softmax kernel. Fixed-width members, ordered from wide
+ * to narrow, so that the host compiler and nvcc lay it out identically. */
+typedef struct fc_softmax_args {
+    uint64_t x, y;              /* device addresses of row 0 of x and y (view offsets applied) */
+    int64_t rows, cols;
+    int64_t x_stride, y_stride; /* elements between consecutive rows */
+    int64_t chunk_cols;         /* split kernels: columns per chunk (a multiple of the step) */
+    uint64_t partials;          /* split kernels: float2 (max, sum) per (row, chunk) */
+    uint64_t counters;          /* resident split: uint32 arrivals per row, zeroed before launch */
+    float scale;                /* never 0 (api.c defaults it to 1) */
+    int32_t log;                /* nonzero: log-softmax */
+    int32_t y_dtype;            /* flashcl_dtype of y; x's dtype is the kernel's template */
+    int32_t x_vec_ok;           /* every x row starts 16-byte aligned: 16-byte loads allowed */
+    int32_t y_vec_ok;           /* every y row is aligned for the vector stores (see softmax.c) */
+    int32_t chunks;             /* split kernels: chunks per row */
+    int32_t smem_parts;         /* resident split: parts of a chunk parked in shared memory */
+    int32_t reserved;           /* keeps the size a multiple of 8 on both sides */
+} fc_softmax_args;
+/* Both sides check this (static assertions in softmax.c and softmax.cuh). */
+#define FC_SOFTMAX_ARGS_BYTES 104
+
+/* Row-in-registers configurations, smallest first: X(name, group, items, block).
+ * A group of `group` threads owns one row; each thread holds `items` values in registers, so a
+ * configuration takes rows of up to group * items columns. `block` threads per block: groups
+ * smaller than a warp share blocks of 128; larger groups are the whole block. The host picks
+ * the first configuration whose capacity covers the row. */
+#define FC_SOFTMAX_ROW_CONFIGS(X)       \
+    X(g4x8, 4, 8, 128)                  \
+    X(g16x8, 16, 8, 128)                \
+    X(g32x8, 32, 8, 128)                \
+    X(g32x16, 32, 16, 128)              \
+    X(g32x32, 32, 32, 128)              \
+    X(b128x16, 128, 16, 128)            \
+    X(b256x16, 256, 16, 256)            \
+    X(b512x16, 512, 16, 512)            \
+    X(b512x32, 512, 32, 512)            \
+    X(b1024x32, 1024, 32, 1024)
+
+/* The resident split kernel holds a chunk of (1 + smem_parts) * THREADS * ITEMS columns per block:
+ * one part in registers (16 values per thread, not 32: its item loop and the partial exchange
+ * need registers of their own under the 64-register cap of two 512-thread blocks per SM) and
+ * up to MAX_SMEM_PARTS parts of 32 KiB each in dynamic shared memory. */
+#define FC_SOFTMAX_RESIDENT_THREADS 512
+#define FC_SOFTMAX_RESIDENT_ITEMS 16
+#define FC_SOFTMAX_RESIDENT_MAX_SMEM_PARTS 3
+
+/* Streaming kernels (online chunked, split statistics / normalisation): threads per block and
+ * values each thread loads per step (four 16-byte vectors of f32, two of f16/bf16: more would
+ * spill under the 64-register cap). Chunk boundaries are multiples of THREADS * VALUES columns,
+ * so every chunk starts vector-aligned. */
+#define FC_SOFTMAX_STREAM_THREADS 512
+#define FC_SOFTMAX_STREAM_VALUES 16
+
+#endif

@@ -1,0 +1,215 @@
+/* The CUDA backend's attention: forward (tensor cores for f16/bf16 with 16-byte aligned rows and
+ * head_dim % 8 == 0, true-f32 SIMT otherwise) with split-KV when the problem has too few blocks
+ * to fill the GPU (decode: few queries, long keys), and the merge of partial results. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_internal.h"
+#include "../error.h"
+
+_Static_assert(sizeof(fc_attention_args) == FC_ATTENTION_ARGS_BYTES, "attention args layout");
+_Static_assert(sizeof(fc_merge_part) == FC_MERGE_PART_BYTES, "merge part layout");
+_Static_assert(sizeof(fc_merge_args) == FC_MERGE_ARGS_BYTES, "merge args layout");
+
+static const struct {
+    int pad, keys;
+} tc_configs[FC_TC_CONFIG_COUNT] = {
+#define FC_TC_ROW_(name, pad, keys) {pad, keys},
+    FC_ATTENTION_TC_CONFIGS(FC_TC_ROW_)
+#undef FC_TC_ROW_
+};
+static const int simt_pads[FC_SIMT_CONFIG_COUNT] = {
+#define FC_SIMT_ROW_(name, pad) pad,
+    FC_ATTENTION_SIMT_CONFIGS(FC_SIMT_ROW_)
+#undef FC_SIMT_ROW_
+};
+
+#define FC_MAX_SPLITS 64
+
+static size_t dtype_bytes(flashcl_dtype dt) { return dt == FLASHCL_F32 ? 4 : 2; }
+static uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+
+static CUdeviceptr device_address(const void *mem, size_t offset) {
+    return mem ? ((const fc_cuda_buffer *)mem)->pointer + offset : 0;
+}
+
+/* Rows of a [B, S, H, D] view start 16-byte aligned: what cp.async and the paired stores need. */
+static int rows_16b_aligned(CUdeviceptr address, const int64_t strides[4], size_t bytes) {
+    int i;
+    if (address % 16) return 0;
+    for (i = 0; i < 3; i++)
+        if (((uint64_t)strides[i] * bytes) % 16) return 0;
+    return 1;
+}
+
+static flashcl_status launch(fc_cuda_context *ctx, CUfunction f, uint64_t gx, unsigned gy,
+                             unsigned threads, unsigned smem, void *args, const char *what) {
+    void *params[1];
+    CUresult r;
+    if (gx > 0x7fffffffu)
+        return fc_fail(FLASHCL_UNSUPPORTED, "%s: %llu blocks is over the grid limit", what,
+                       (unsigned long long)gx);
+    params[0] = args;
+    r = fc_cu()->LaunchKernel(f, (unsigned)gx, gy, 1, threads, 1, 1, smem, ctx->stream, params,
+                              NULL);
+    if (r != CUDA_SUCCESS)
+        return fc_fail(r == CUDA_ERROR_OUT_OF_MEMORY ? FLASHCL_OUT_OF_MEMORY : FLASHCL_BACKEND_ERROR,
+                       "cuLaunchKernel(%s, %llu x %u blocks of %u) failed: %s (%d)", what,
+                       (unsigned long long)gx, gy, threads, fc_cu_error_name(r), (int)r);
+    return FLASHCL_SUCCESS;
+}
+
+/* Merges `parts` split-KV partials that the forward kernel left in scratch (f32, regular layout)
+ * into the caller's o and lse. */
+static flashcl_status merge_splits(fc_cuda_context *ctx, const fc_attention_args *a,
+                                   const fc_attention_desc *d) {
+    fc_merge_args m;
+    memset(&m, 0, sizeof m);
+    m.regular_o = a->o_part;
+    m.regular_lse = a->lse_part;
+    m.o = a->o;
+    m.lse = a->lse;
+    memcpy(m.o_strides, d->o_strides, sizeof m.o_strides);
+    memcpy(m.lse_strides, d->lse_strides, sizeof m.lse_strides);
+    m.batch = d->batch, m.seqlen_q = d->seqlen_q, m.heads = d->heads_q, m.head_dim = d->head_dim;
+    m.parts = a->splits;
+    m.part_dtype = FLASHCL_F32;
+    m.o_dtype = (int32_t)d->dtype;
+    return launch(ctx, ctx->kernels.attention_merge[FLASHCL_F32],
+                  ceil_div((uint64_t)(d->batch * d->seqlen_q * d->heads_q), FC_MERGE_THREADS / 32),
+                  1, FC_MERGE_THREADS, 0, &m, "split-KV merge");
+}
+
+flashcl_status fc_cuda_attention_forward(void *opaque, const fc_attention_desc *d) {
+    fc_cuda_context *ctx = opaque;
+    const size_t bytes = dtype_bytes(d->dtype);
+    const fc_cuda_attention_kernel *kernel = NULL;
+    fc_attention_args a;
+    int rows = 0, keys = 0, c;
+    uint64_t row_blocks, blocks, splits = 1, keys_per_split;
+    CUdeviceptr scratch;
+    flashcl_status st;
+
+    memset(&a, 0, sizeof a);
+    a.q = device_address(d->q_mem, d->q_offset);
+    a.k = device_address(d->k_mem, d->k_offset);
+    a.v = device_address(d->v_mem, d->v_offset);
+    a.o = device_address(d->o_mem, d->o_offset);
+    a.lse = device_address(d->lse_mem, d->lse_offset);
+    memcpy(a.q_strides, d->q_strides, sizeof a.q_strides);
+    memcpy(a.k_strides, d->k_strides, sizeof a.k_strides);
+    memcpy(a.v_strides, d->v_strides, sizeof a.v_strides);
+    memcpy(a.o_strides, d->o_strides, sizeof a.o_strides);
+    memcpy(a.lse_strides, d->lse_strides, sizeof a.lse_strides);
+    a.batch = d->batch, a.seqlen_q = d->seqlen_q, a.seqlen_k = d->seqlen_k;
+    a.heads_q = d->heads_q, a.heads_kv = d->heads_kv, a.head_dim = d->head_dim;
+    a.scale = d->scale;
+    a.scale_log2 = d->scale * 1.4426950408889634f;
+    a.softcap = d->softcap;
+    a.causal = d->causal, a.window_left = d->window_left, a.window_right = d->window_right;
+    a.group = (int32_t)(d->heads_q / d->heads_kv);
+
+    /* Tensor cores when the rows allow 16-byte copies; else the SIMT kernel (any layout). */
+    if (d->dtype != FLASHCL_F32 && d->head_dim % 8 == 0 &&
+        rows_16b_aligned(a.q, a.q_strides, bytes) && rows_16b_aligned(a.k, a.k_strides, bytes) &&
+        rows_16b_aligned(a.v, a.v_strides, bytes) && rows_16b_aligned(a.o, a.o_strides, bytes))
+        for (c = 0; c < FC_TC_CONFIG_COUNT && !kernel; c++)
+            if (tc_configs[c].pad >= d->head_dim && ctx->kernels.attention_tc[c][d->dtype - 1].usable) {
+                kernel = &ctx->kernels.attention_tc[c][d->dtype - 1];
+                rows = FC_ATTENTION_TC_ROWS, keys = tc_configs[c].keys;
+            }
+    for (c = 0; c < FC_SIMT_CONFIG_COUNT && !kernel; c++)
+        if (simt_pads[c] >= d->head_dim && ctx->kernels.attention_simt[c][d->dtype].usable) {
+            kernel = &ctx->kernels.attention_simt[c][d->dtype];
+            rows = FC_ATTENTION_SIMT_ROWS, keys = FC_ATTENTION_SIMT_KEYS;
+        }
+    if (!kernel)
+        return fc_fail(FLASHCL_UNSUPPORTED,
+                       "no CUDA attention kernel fits head_dim %lld in this device's %zu bytes of "
+                       "shared memory per block",
+                       (long long)d->head_dim, ctx->info.local_mem_bytes);
+
+    /* Split the keys when the (row block, batch, kv head) blocks would leave SMs idle: decode
+     * shapes (Sq <= 16) and long keys. Each split covers at least two key blocks. */
+    row_blocks = ceil_div((uint64_t)(d->seqlen_q * a.group), (uint64_t)rows);
+    blocks = row_blocks * (uint64_t)(d->batch * d->heads_kv);
+    if (blocks < 2 * (uint64_t)ctx->sm_count && (uint64_t)d->seqlen_k > 2 * (uint64_t)keys) {
+        uint64_t most = ceil_div((uint64_t)d->seqlen_k, 2 * (uint64_t)keys);
+        splits = ceil_div(2 * (uint64_t)ctx->sm_count, blocks);
+        if (splits > most) splits = most;
+        if (splits > FC_MAX_SPLITS) splits = FC_MAX_SPLITS;
+    }
+    keys_per_split = ceil_div(ceil_div((uint64_t)d->seqlen_k, splits), (uint64_t)keys) * keys;
+    splits = ceil_div((uint64_t)d->seqlen_k, keys_per_split);
+    a.keys_per_split = (int64_t)keys_per_split;
+    a.splits = (int32_t)splits;
+
+    st = fc_cuda_enter(ctx);
+    if (st != FLASHCL_SUCCESS) return st;
+    mtx_lock(&ctx->lock);
+    if (splits > 1) {
+        const uint64_t rows_total = splits * (uint64_t)(d->batch * d->heads_q * d->seqlen_q);
+        st = fc_cuda_scratch(ctx, rows_total * ((uint64_t)d->head_dim + 1) * 4, &scratch);
+        a.o_part = scratch;
+        a.lse_part = scratch + rows_total * (uint64_t)d->head_dim * 4;
+    }
+    if (st == FLASHCL_SUCCESS)
+        st = launch(ctx, kernel->function, blocks, (unsigned)splits,
+                    rows == FC_ATTENTION_TC_ROWS ? FC_ATTENTION_TC_THREADS : FC_ATTENTION_SIMT_THREADS,
+                    kernel->smem_bytes, &a, "attention forward");
+    if (st == FLASHCL_SUCCESS && splits > 1) st = merge_splits(ctx, &a, d);
+    mtx_unlock(&ctx->lock);
+    fc_cuda_leave(ctx);
+    return st;
+}
+
+flashcl_status fc_cuda_attention_merge(void *opaque, const fc_attention_merge_desc *d) {
+    fc_cuda_context *ctx = opaque;
+    fc_merge_part *parts = calloc(d->parts, sizeof *parts);
+    const size_t desc_bytes = d->parts * sizeof *parts;
+    fc_merge_args m;
+    CUdeviceptr scratch;
+    CUresult r;
+    flashcl_status st;
+    size_t p;
+    if (!parts) return fc_fail(FLASHCL_OUT_OF_MEMORY, "out of host memory");
+    for (p = 0; p < d->parts; p++) {
+        parts[p].o = device_address(d->o_part_mems[p], d->o_part_offsets[p]);
+        parts[p].lse = device_address(d->lse_part_mems[p], d->lse_part_offsets[p]);
+        memcpy(parts[p].o_strides, d->o_part_strides[p], sizeof parts[p].o_strides);
+        memcpy(parts[p].lse_strides, d->lse_part_strides[p], sizeof parts[p].lse_strides);
+    }
+    memset(&m, 0, sizeof m);
+    m.o = device_address(d->o_mem, d->o_offset);
+    m.lse = device_address(d->lse_mem, d->lse_offset);
+    memcpy(m.o_strides, d->o_strides, sizeof m.o_strides);
+    memcpy(m.lse_strides, d->lse_strides, sizeof m.lse_strides);
+    m.batch = d->batch, m.seqlen_q = d->seqlen_q, m.heads = d->heads, m.head_dim = d->head_dim;
+    m.parts = (int32_t)d->parts;
+    m.part_dtype = (int32_t)d->o_part_dtype;
+    m.o_dtype = (int32_t)d->o_dtype;
+
+    st = fc_cuda_enter(ctx);
+    if (st != FLASHCL_SUCCESS) {
+        free(parts);
+        return st;
+    }
+    mtx_lock(&ctx->lock);
+    st = fc_cuda_scratch(ctx, desc_bytes, &scratch);
+    if (st == FLASHCL_SUCCESS) {
+        /* From pageable memory the copy is staged before the call returns, so `parts` may be
+         * freed right after; the kernel that reads it is ordered behind it on the stream. */
+        r = fc_cu()->MemcpyHtoDAsync(scratch, parts, desc_bytes, ctx->stream);
+        if (r != CUDA_SUCCESS) st = fc_cu_fail(r, "cuMemcpyHtoDAsync (merge descriptors)");
+    }
+    if (st == FLASHCL_SUCCESS) {
+        m.part_descs = scratch;
+        st = launch(ctx, ctx->kernels.attention_merge[d->o_part_dtype],
+                    ceil_div((uint64_t)(d->batch * d->seqlen_q * d->heads), FC_MERGE_THREADS / 32),
+                    1, FC_MERGE_THREADS, 0, &m, "attention merge");
+    }
+    mtx_unlock(&ctx->lock);
+    fc_cuda_leave(ctx);
+    free(parts);
+    return st;
+}

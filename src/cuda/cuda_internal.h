@@ -1,0 +1,105 @@
+/* Internal types of the CUDA backend, shared by its files (context.c, kernels.c, softmax.c,
+ * attention.c). Needs cuda.h (types only, see driver.h). */
+#ifndef FLASHCL_CUDA_INTERNAL_H
+#define FLASHCL_CUDA_INTERNAL_H
+
+#include <threads.h>
+
+#include "driver.h"
+#include "interop.h"
+#include "../../cuda/attention_shared.h"
+#include "../../cuda/softmax_shared.h"
+
+#define FC_CUDA_DTYPES 3 /* f32, f16, bf16: indexed by flashcl_dtype */
+
+/* Row-in-registers configurations, indexed like FC_SOFTMAX_ROW_CONFIGS. */
+enum {
+#define FC_ROW_CONFIG_ENUM_(name, group, items, block) FC_ROW_CONFIG_##name,
+    FC_SOFTMAX_ROW_CONFIGS(FC_ROW_CONFIG_ENUM_)
+#undef FC_ROW_CONFIG_ENUM_
+    FC_ROW_CONFIG_COUNT
+};
+
+/* Attention configurations, indexed like FC_ATTENTION_TC_CONFIGS / FC_ATTENTION_SIMT_CONFIGS. */
+enum {
+#define FC_TC_CONFIG_ENUM_(name, pad, keys) FC_TC_CONFIG_##name,
+    FC_ATTENTION_TC_CONFIGS(FC_TC_CONFIG_ENUM_)
+#undef FC_TC_CONFIG_ENUM_
+    FC_TC_CONFIG_COUNT
+};
+enum {
+#define FC_SIMT_CONFIG_ENUM_(name, pad) FC_SIMT_CONFIG_##name,
+    FC_ATTENTION_SIMT_CONFIGS(FC_SIMT_CONFIG_ENUM_)
+#undef FC_SIMT_CONFIG_ENUM_
+    FC_SIMT_CONFIG_COUNT
+};
+
+/* One attention forward kernel and the dynamic shared memory it runs with (0 when the device
+ * cannot give it that much: the configuration is then skipped). */
+typedef struct fc_cuda_attention_kernel {
+    CUfunction function;
+    unsigned smem_bytes;
+    int usable;
+} fc_cuda_attention_kernel;
+
+/* The kernels of the module, by input dtype. */
+typedef struct fc_cuda_kernels {
+    CUfunction softmax_rows[FC_ROW_CONFIG_COUNT][FC_CUDA_DTYPES];
+    CUfunction softmax_resident[FC_CUDA_DTYPES];
+    CUfunction softmax_chunked[FC_CUDA_DTYPES];
+    CUfunction softmax_split_stats[FC_CUDA_DTYPES];
+    CUfunction softmax_split_normalize[FC_CUDA_DTYPES];
+    /* Blocks of the resident kernel one SM holds at once with p parts in shared memory
+     * (occupancy API); times the SM count it bounds the cooperative grid. 0 past max_parts. */
+    int softmax_resident_blocks_per_sm[FC_CUDA_DTYPES][FC_SOFTMAX_RESIDENT_MAX_SMEM_PARTS + 1];
+    int softmax_resident_max_parts; /* shared-memory parts this device's blocks can hold */
+    fc_cuda_attention_kernel attention_tc[FC_TC_CONFIG_COUNT][2];        /* [config][f16, bf16] */
+    fc_cuda_attention_kernel attention_simt[FC_SIMT_CONFIG_COUNT][FC_CUDA_DTYPES];
+    CUfunction attention_merge[FC_CUDA_DTYPES];                       /* by the parts' dtype */
+} fc_cuda_kernels;
+
+/* A buffer: device memory flashcl allocated, or caller memory it only refers to. */
+typedef struct fc_cuda_buffer {
+    CUdeviceptr pointer;
+    size_t bytes;
+    int owned;                  /* 0: wrapped caller memory, never freed by flashcl */
+} fc_cuda_buffer;
+
+typedef struct fc_cuda_context {
+    int ordinal;                /* CUDA device ordinal */
+    CUdevice device;
+    CUcontext primary;          /* the device's primary context, retained: shared with the
+                                   runtime API and so with PyTorch, CuPy ... */
+    flashcl_device_info info;
+    int sm_count;
+    int cooperative;            /* cooperative launches supported */
+    CUstream own_stream;        /* non-blocking, created by flashcl */
+    CUstream stream;            /* where work goes: own_stream or the caller's (under lock) */
+    CUevent switch_event;       /* orders a newly set stream after the previous one */
+    CUmodule module;
+    fc_cuda_kernels kernels;
+    double load_seconds;        /* cuModuleLoadData and the function lookups */
+    mtx_t lock;                 /* guards stream and scratch, and makes an operation's launches
+                                   (which share scratch) one unit */
+    CUdeviceptr scratch;        /* split partials and counters; grows on demand */
+    size_t scratch_bytes;
+} fc_cuda_context;
+
+/* context.c */
+/* Makes the context's primary context current on the calling thread (any thread may call into
+ * flashcl) and restores the previous one. Every driver call sits between the two. */
+flashcl_status fc_cuda_enter(fc_cuda_context *ctx);
+void fc_cuda_leave(fc_cuda_context *ctx);
+/* At least `bytes` of scratch device memory; call with ctx->lock held, inside enter/leave. */
+flashcl_status fc_cuda_scratch(fc_cuda_context *ctx, size_t bytes, CUdeviceptr *out);
+
+/* kernels.c: loads the embedded fatbinary as ctx->module and looks up every kernel. */
+flashcl_status fc_cuda_load_kernels(fc_cuda_context *ctx);
+void fc_cuda_unload_kernels(fc_cuda_context *ctx);
+
+/* softmax.c and attention.c: the operations (descriptors already validated by src/api*.c). */
+flashcl_status fc_cuda_softmax(void *ctx, const fc_softmax_desc *desc);
+flashcl_status fc_cuda_attention_forward(void *ctx, const fc_attention_desc *desc);
+flashcl_status fc_cuda_attention_merge(void *ctx, const fc_attention_merge_desc *desc);
+
+#endif

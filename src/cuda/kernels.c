@@ -1,0 +1,173 @@
+/* Loads the fatbinary that cmake/cuda.cmake compiled from cuda/ and embedded in the library, and
+ * looks up every kernel by its extern "C" name. The driver picks the image for the device (a
+ * cubin for sm_80/86/89/90a, else the compute_90 PTX, JIT-compiled once and cached by the
+ * driver in ~/.nv/ComputeCache). */
+#include <stdio.h>
+#include <time.h>
+
+#include "cuda_internal.h"
+#include "../error.h"
+
+/* generated/flashcl_cuda_fatbin.c */
+extern const unsigned char fc_cuda_fatbin[];
+extern const size_t fc_cuda_fatbin_size;
+
+static const char *const fc_dtype_suffix[FC_CUDA_DTYPES] = {"f32", "f16", "bf16"};
+
+static const char *const fc_row_config_names[FC_ROW_CONFIG_COUNT] = {
+#define FC_ROW_CONFIG_NAME_(name, group, items, block) #name,
+    FC_SOFTMAX_ROW_CONFIGS(FC_ROW_CONFIG_NAME_)
+#undef FC_ROW_CONFIG_NAME_
+};
+
+static double now_seconds(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static flashcl_status get_function(fc_cuda_context *ctx, CUfunction *out, const char *name) {
+    CUresult r = fc_cu()->ModuleGetFunction(out, ctx->module, name);
+    if (r != CUDA_SUCCESS)
+        return fc_fail(r == CUDA_ERROR_OUT_OF_MEMORY ? FLASHCL_OUT_OF_MEMORY : FLASHCL_BACKEND_ERROR,
+                       "cuModuleGetFunction(%s) failed: %s (%d)", name, fc_cu_error_name(r),
+                       (int)r);
+    return FLASHCL_SUCCESS;
+}
+
+/* The resident split kernel parks up to FC_SOFTMAX_RESIDENT_MAX_SMEM_PARTS parts of a chunk in
+ * dynamic shared memory (32 KiB each): opt in to as many as the device's blocks can hold, and
+ * record how many blocks fit per SM with each count, for the host to size cooperative grids. */
+static flashcl_status size_resident_kernel(fc_cuda_context *ctx, int dt) {
+    fc_cuda_kernels *k = &ctx->kernels;
+    const size_t part_bytes = (size_t)FC_SOFTMAX_RESIDENT_THREADS * FC_SOFTMAX_RESIDENT_ITEMS * 4;
+    const size_t static_reserve = 1024; /* the kernel's own __shared__ variables */
+    int parts, max_parts = 0;
+    CUresult r;
+    if (ctx->info.local_mem_bytes > static_reserve)
+        max_parts = (int)((ctx->info.local_mem_bytes - static_reserve) / part_bytes);
+    if (max_parts > FC_SOFTMAX_RESIDENT_MAX_SMEM_PARTS) max_parts = FC_SOFTMAX_RESIDENT_MAX_SMEM_PARTS;
+    if (max_parts > 0) {
+        r = fc_cu()->FuncSetAttribute(k->softmax_resident[dt],
+                                      CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                      (int)(max_parts * part_bytes));
+        if (r != CUDA_SUCCESS) max_parts = 0; /* registers only, still correct */
+    }
+    k->softmax_resident_max_parts = max_parts;
+    for (parts = 0; parts <= FC_SOFTMAX_RESIDENT_MAX_SMEM_PARTS; parts++) {
+        int *blocks = &k->softmax_resident_blocks_per_sm[dt][parts];
+        *blocks = 0;
+        if (parts > max_parts) continue;
+        r = fc_cu()->OccupancyMaxActiveBlocksPerMultiprocessor(
+            blocks, k->softmax_resident[dt], FC_SOFTMAX_RESIDENT_THREADS, parts * part_bytes);
+        if (r != CUDA_SUCCESS) return fc_cu_fail(r, "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+    }
+    return FLASHCL_SUCCESS;
+}
+
+/* softmax kernels of input dtype `dt` */
+static flashcl_status get_softmax_kernels(fc_cuda_context *ctx, int dt) {
+    fc_cuda_kernels *k = &ctx->kernels;
+    const char *sfx = fc_dtype_suffix[dt];
+    char name[96];
+    flashcl_status st = FLASHCL_SUCCESS;
+    int c;
+    for (c = 0; c < FC_ROW_CONFIG_COUNT && st == FLASHCL_SUCCESS; c++) {
+        snprintf(name, sizeof name, "fc_softmax_rows_%s_%s", fc_row_config_names[c], sfx);
+        st = get_function(ctx, &k->softmax_rows[c][dt], name);
+    }
+#define FC_GET_(field, prefix)                                                                 \
+    if (st == FLASHCL_SUCCESS) {                                                               \
+        snprintf(name, sizeof name, prefix "_%s", sfx);                                        \
+        st = get_function(ctx, &k->field[dt], name);                                           \
+    }
+    FC_GET_(softmax_resident, "fc_softmax_resident")
+    FC_GET_(softmax_chunked, "fc_softmax_chunked")
+    FC_GET_(softmax_split_stats, "fc_softmax_split_stats")
+    FC_GET_(softmax_split_normalize, "fc_softmax_split_normalize")
+#undef FC_GET_
+    if (st != FLASHCL_SUCCESS) return st;
+    return size_resident_kernel(ctx, dt);
+}
+
+/* Shared memory of the attention kernels (cuda/attention_tc.cuh, attention_simt.cuh). */
+static unsigned tc_smem(int pad, int keys) {
+    return (unsigned)((FC_ATTENTION_TC_ROWS + 2 * keys) * (pad + 8) * 2);
+}
+static unsigned simt_smem(int pad) {
+    return (unsigned)((FC_ATTENTION_SIMT_ROWS * pad + FC_ATTENTION_SIMT_KEYS * (pad + 1) +
+                       FC_ATTENTION_SIMT_KEYS * pad) * 4);
+}
+
+/* Looks up one attention kernel and opts it in to its shared memory; a device that cannot give
+ * that much leaves it unusable (other configurations or the SIMT kernel take its shapes). */
+static flashcl_status get_attention_kernel(fc_cuda_context *ctx, fc_cuda_attention_kernel *k,
+                                           const char *name, unsigned smem) {
+    flashcl_status st = get_function(ctx, &k->function, name);
+    if (st != FLASHCL_SUCCESS) return st;
+    k->smem_bytes = smem;
+    k->usable = smem <= ctx->info.local_mem_bytes &&
+                fc_cu()->FuncSetAttribute(k->function,
+                                          CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                          (int)smem) == CUDA_SUCCESS;
+    return FLASHCL_SUCCESS;
+}
+
+static flashcl_status get_attention_kernels(fc_cuda_context *ctx) {
+    fc_cuda_kernels *k = &ctx->kernels;
+    flashcl_status st = FLASHCL_SUCCESS;
+    char name[96];
+    int dt;
+#define FC_GET_TC_(cfg, pad, keys)                                                             \
+    for (dt = FLASHCL_F16; dt <= FLASHCL_BF16 && st == FLASHCL_SUCCESS; dt++) {                \
+        snprintf(name, sizeof name, "fc_attention_tc_" #cfg "_%s", fc_dtype_suffix[dt]);       \
+        st = get_attention_kernel(ctx, &k->attention_tc[FC_TC_CONFIG_##cfg][dt - 1], name,    \
+                                  tc_smem(pad, keys));                                         \
+    }
+    FC_ATTENTION_TC_CONFIGS(FC_GET_TC_)
+#undef FC_GET_TC_
+#define FC_GET_SIMT_(cfg, pad)                                                                 \
+    for (dt = 0; dt < FC_CUDA_DTYPES && st == FLASHCL_SUCCESS; dt++) {                         \
+        snprintf(name, sizeof name, "fc_attention_simt_" #cfg "_%s", fc_dtype_suffix[dt]);     \
+        st = get_attention_kernel(ctx, &k->attention_simt[FC_SIMT_CONFIG_##cfg][dt], name,    \
+                                  simt_smem(pad));                                             \
+    }
+    FC_ATTENTION_SIMT_CONFIGS(FC_GET_SIMT_)
+#undef FC_GET_SIMT_
+    for (dt = 0; dt < FC_CUDA_DTYPES && st == FLASHCL_SUCCESS; dt++) {
+        snprintf(name, sizeof name, "fc_attention_merge_%s", fc_dtype_suffix[dt]);
+        st = get_function(ctx, &k->attention_merge[dt], name);
+    }
+    return st;
+}
+
+flashcl_status fc_cuda_load_kernels(fc_cuda_context *ctx) {
+    double start = now_seconds();
+    flashcl_status st = FLASHCL_SUCCESS;
+    int dt;
+    CUresult r = fc_cu()->ModuleLoadData(&ctx->module, fc_cuda_fatbin);
+    if (r != CUDA_SUCCESS) {
+        ctx->module = NULL;
+        /* Typical causes: a device newer than the cubins with a driver too old for the PTX
+         * (CUDA_ERROR_UNSUPPORTED_PTX_VERSION), or a driver older than the nvcc that built us. */
+        return fc_fail(FLASHCL_BACKEND_ERROR,
+                       "cuModuleLoadData failed: %s (%d) loading flashcl's %zu-byte CUDA "
+                       "fatbinary (sm_80/86/89/90a, compute_90 PTX) on %s; "
+                       "FLASHCL_BACKEND=opencl avoids the CUDA backend",
+                       fc_cu_error_name(r), (int)r, fc_cuda_fatbin_size, ctx->info.name);
+    }
+    for (dt = 0; dt < FC_CUDA_DTYPES && st == FLASHCL_SUCCESS; dt++)
+        st = get_softmax_kernels(ctx, dt);
+    if (st == FLASHCL_SUCCESS) st = get_attention_kernels(ctx);
+    if (st != FLASHCL_SUCCESS) {
+        fc_cuda_unload_kernels(ctx);
+        return st;
+    }
+    ctx->load_seconds = now_seconds() - start;
+    return FLASHCL_SUCCESS;
+}
+
+void fc_cuda_unload_kernels(fc_cuda_context *ctx) {
+    if (ctx->module) fc_cu()->ModuleUnload(ctx->module);
+    ctx->module = NULL;
+}

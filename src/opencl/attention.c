@@ -1,0 +1,607 @@
+/* Host side of cl/attention.cl: the tile geometry per device (build options), kernel creation,
+ * and the choice and launch of the forward variant (prefill tiles or small decode tiles, with or
+ * without split-KV) and of the merges. Descriptors arrive validated (src/api_attention.c). */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cl_internal.h"
+#include "../error.h"
+
+typedef struct fc_attention_tile fc_attn_tile;
+
+#define FC_ATTN_PREFILL 0
+#define FC_ATTN_DECODE 1
+#define FC_ATTN_MERGE_WG 64     /* at most: flashcl_attention_merge's work-group */
+#define FC_ATTN_SPLIT_WG 256    /* at most: the split-KV merge's work-group */
+#define FC_ATTN_MAX_SPLITS 256  /* the split merge keeps one weight per split in local memory */
+#define FC_ATTN_LOG2E 1.4426950408889634
+/* Split-KV scratch (partials of every split) is capped; past it, fewer splits. */
+#define FC_ATTN_SCRATCH_CAP ((size_t)256 << 20)
+
+static const int fc_attn_class_dim[FC_ATTN_DIM_CLASSES] = {64, 128, 256};
+static const char *const fc_attn_family_name[FC_ATTN_FAMILIES] = {"prefill", "decode"};
+static const char *const fc_attn_dtype_name[FC_DTYPE_COUNT] = {"f32", "f16", "bf16"};
+
+/* ---- geometry ---------------------------------------------------------------------------------
+ * Per family and head-dim class: {C, R, TM, TN, DC, VC}. GPUs: 256-item prefill groups with an
+ * 8x4 S micro-tile and 8 rows x 8 dims of O per item (BM = 128 query rows, BN = 64 keys; D 256
+ * halves TM to stay in registers), and 128-item decode groups of 8 rows (a GQA group of one
+ * query) whose whole head dim fits one chunk (Q stays in local memory) and that leave room for
+ * several groups per compute unit (D 64 needs C = 16: 4·C dims per O column step). Both were
+ * the best of the tuples tried on an H200. CPUs (PoCL) run work-items as loop iterations: small
+ * groups keep the per-item state in cache. */
+static const fc_attn_tile fc_attn_gpu[FC_ATTN_FAMILIES][FC_ATTN_DIM_CLASSES] = {
+    {{16, 16, 8, 4, 32, 16}, {16, 16, 8, 4, 32, 16}, {16, 16, 4, 4, 32, 8}},
+    {{16, 8, 1, 2, 64, 32}, {32, 4, 2, 1, 128, 32}, {32, 4, 2, 1, 128, 16}},
+};
+static const fc_attn_tile fc_attn_cpu[FC_ATTN_FAMILIES][FC_ATTN_DIM_CLASSES] = {
+    {{4, 8, 4, 8, 32, 8}, {4, 8, 4, 8, 32, 8}, {4, 8, 4, 8, 32, 8}},
+    {{8, 4, 2, 4, 32, 8}, {8, 4, 2, 4, 32, 8}, {8, 4, 2, 4, 32, 8}},
+};
+
+static size_t floor_pow2(size_t x)
+{
+    size_t p = 1;
+    while (p * 2 <= x) p *= 2;
+    return p;
+}
+
+/* Work-group sizes of the two merge kernels on this device (powers of two). */
+static size_t merge_wg(const fc_cl_device *dev)
+{
+    size_t m = floor_pow2(dev->max_work_group_size ? dev->max_work_group_size : 1);
+    return m < FC_ATTN_MERGE_WG ? m : FC_ATTN_MERGE_WG;
+}
+static size_t split_merge_wg(const fc_cl_device *dev)
+{
+    size_t m = floor_pow2(dev->max_work_group_size ? dev->max_work_group_size : 1);
+    return m < FC_ATTN_SPLIT_WG ? m : FC_ATTN_SPLIT_WG;
+}
+
+static int tile_wg(const fc_attn_tile *t) { return t->columns * t->row_groups; }
+static int tile_rows(const fc_attn_tile *t) { return t->row_groups * t->rows_per_item; }
+static int tile_keys(const fc_attn_tile *t) { return t->columns * t->keys_per_item; }
+
+static int is_pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
+
+/* CPUs get generic kernels (dtype and head dim at run time, no unrolling): PoCL compiles each
+ * kernel with work-group loops around every barrier, and 18 unrolled variants would take
+ * minutes. Their geometry is the 256 class's, used for every head dim. */
+static int generic_kernels(const fc_cl_device *dev) { return !dev->is_gpu; }
+
+/* Local memory of one work-group, as FC_ATTN_SMEM4 in the kernel computes it. qres: Q has a
+ * region of its own (one chunk spans the head dim); shuffle: row reductions need no scratch. */
+static size_t tile_local_bytes(const fc_attn_tile *t, int dp, int qres, int shuffle)
+{
+    size_t bm = (size_t)tile_rows(t), bn = (size_t)tile_keys(t);
+    size_t ks4 = (size_t)t->dim_chunk / 4 + 1, ps4 = bn / 4 + 1;
+    size_t pv = bm * ps4 + (size_t)t->v_chunk * (size_t)dp / 4;
+    size_t red = shuffle ? 0 : (bm * (size_t)t->columns + 3) / 4;
+    size_t main = qres ? bm * ks4 + (bn * ks4 > pv ? bn * ks4 : pv)
+                       : ((bm + bn) * ks4 > pv ? (bm + bn) * ks4 : pv);
+    return 16 * (main + red);
+}
+
+/* The kernel's structural requirements: power-of-two row teams, whole float4 chunks, V chunks
+ * that tile a key tile, and at least one float4 of O dims per item. */
+static int tile_valid(const fc_attn_tile *t, int dp, int warp)
+{
+    int bn = tile_keys(t);
+    if (t->columns <= 0) return 0;
+    if (!is_pow2(t->columns) || t->row_groups <= 0 || t->rows_per_item <= 0 ||
+        t->keys_per_item <= 0 || t->dim_chunk <= 0 || t->dim_chunk % 4 || t->v_chunk <= 0 ||
+        t->v_chunk % 4 || bn % t->v_chunk || dp % (4 * t->columns))
+        return 0;
+    /* shuffles reduce over lanes of one warp: teams inside a warp, warps complete */
+    if (warp && (t->columns > warp || tile_wg(t) % warp)) return 0;
+    return 1;
+}
+
+/* Reads FLASHCL_ATTENTION_TILES="P128=8,32,4,8,32,16;D64=..." (a tuning hook): P = prefill,
+ * D = decode, then the class's head dim. */
+static void tile_override(fc_attn_tile tiles[FC_ATTN_FAMILIES][FC_ATTN_DIM_CLASSES])
+{
+    const char *env = getenv("FLASHCL_ATTENTION_TILES");
+    while (env && *env) {
+        char fam = 0;
+        int dim = 0, n = 0, f, c;
+        fc_attn_tile t;
+        if (sscanf(env, "%c%d=%d,%d,%d,%d,%d,%d%n", &fam, &dim, &t.columns, &t.row_groups,
+                   &t.rows_per_item, &t.keys_per_item, &t.dim_chunk, &t.v_chunk, &n) == 8) {
+            f = fam == 'P' ? FC_ATTN_PREFILL : fam == 'D' ? FC_ATTN_DECODE : -1;
+            for (c = 0; c < FC_ATTN_DIM_CLASSES && f >= 0; c++)
+                if (fc_attn_class_dim[c] == dim) tiles[f][c] = t;
+        }
+        env = strchr(env, ';');
+        if (env) env++;
+    }
+}
+
+/* A pure function of the device (and the tuning variable), so the build options and the launch
+ * geometry always agree, also for a program loaded from the cache. A tile that does not fit the
+ * device's local memory or work-group limit is shrunk (fewer rows per item, shorter head-dim
+ * and V chunks, fewer row groups) until it does, or disabled: a head-dim class whose two
+ * families are both disabled reports FLASHCL_UNSUPPORTED. */
+static void fc_attn_plan(const fc_cl_device *dev,
+                         fc_attn_tile tiles[FC_ATTN_FAMILIES][FC_ATTN_DIM_CLASSES])
+{
+    int f, c, warp = dev->subgroups == FC_SG_NV_PTX ? 32 : 0;
+    size_t local = dev->local_mem_bytes, max_wg = dev->max_work_group_size;
+    memcpy(tiles, dev->is_gpu ? fc_attn_gpu : fc_attn_cpu, sizeof fc_attn_gpu);
+    tile_override(tiles);
+    if (generic_kernels(dev))
+        for (f = 0; f < FC_ATTN_FAMILIES; f++)
+            tiles[f][0] = tiles[f][1] = tiles[f][2];
+    for (f = 0; f < FC_ATTN_FAMILIES; f++)
+        for (c = 0; c < FC_ATTN_DIM_CLASSES; c++) {
+            fc_attn_tile *t = &tiles[f][c];
+            int dp = generic_kernels(dev) ? 256 : fc_attn_class_dim[c];
+            while (t->columns > 0 &&
+                   tile_local_bytes(t, dp, !generic_kernels(dev) && t->dim_chunk >= dp,
+                                    warp > 0) > local) {
+                if (t->rows_per_item > 1) t->rows_per_item /= 2;
+                else if (t->dim_chunk > 32) t->dim_chunk /= 2;
+                else if (t->v_chunk > 4 && (t->v_chunk / 2) % 4 == 0) t->v_chunk /= 2;
+                else t->columns = 0;
+            }
+            while (t->columns > 0 && (size_t)tile_wg(t) > max_wg && t->row_groups > 1)
+                t->row_groups /= 2; /* fewer query rows per work-group */
+            if ((size_t)tile_wg(t) > max_wg || !tile_valid(t, dp, warp)) t->columns = 0;
+        }
+}
+
+void fc_cl_attention_options(const fc_cl_device *dev, char *out, size_t out_size)
+{
+    fc_attn_tile tiles[FC_ATTN_FAMILIES][FC_ATTN_DIM_CLASSES];
+    size_t used;
+    int f, c;
+    fc_attn_plan(dev, tiles);
+    /* Only NVIDIA's warp shuffles are used (row teams must be consecutive lanes of a known
+     * width); elsewhere the row reductions go through local memory. */
+    used = (size_t)snprintf(out, out_size,
+                            "-D%s%s -DFC_ATTN_MERGE_WG=%zu -DFC_ATTN_SPLIT_WG=%zu "
+                            "-DFC_ATTN_MAX_SPLITS=%d",
+                            dev->subgroups == FC_SG_NV_PTX ? "FC_SG_NV_PTX" : "FC_SG_NONE",
+                            generic_kernels(dev) ? " -DFC_ATTN_GENERIC" : "", merge_wg(dev),
+                            split_merge_wg(dev), FC_ATTN_MAX_SPLITS);
+    /* Oclgrind's uninitialised-value checker cannot simulate the `freeze` instructions that
+     * LLVM's optimiser adds around integer div/rem pairs; unoptimised code means the same. */
+    if (strstr(dev->info.name, "Oclgrind") && used < out_size)
+        used += (size_t)snprintf(out + used, out_size - used, " -cl-opt-disable");
+    for (f = 0; f < FC_ATTN_FAMILIES; f++)
+        for (c = 0; c < FC_ATTN_DIM_CLASSES && used < out_size; c++) {
+            const fc_attn_tile *t = &tiles[f][c];
+            used += (size_t)snprintf(out + used, out_size - used,
+                                     " -DFC_ATTN_%c%d=(%d,%d,%d,%d,%d,%d)",
+                                     f == FC_ATTN_PREFILL ? 'P' : 'D', fc_attn_class_dim[c],
+                                     t->columns, t->row_groups, t->rows_per_item,
+                                     t->keys_per_item, t->dim_chunk, t->v_chunk);
+        }
+}
+
+/* ---- kernels ------------------------------------------------------------------------------ */
+
+static flashcl_status create_kernel(fc_cl_context *ctx, const char *name, cl_kernel *out,
+                                    size_t *max_wg)
+{
+    cl_int err;
+    char what[128];
+    *out = clCreateKernel(ctx->attention_program, name, &err);
+    if (err != CL_SUCCESS) {
+        *out = NULL;
+        snprintf(what, sizeof what, "clCreateKernel(%s)", name);
+        return fc_cl_fail(err, what);
+    }
+    err = clGetKernelWorkGroupInfo(*out, ctx->dev.device, CL_KERNEL_WORK_GROUP_SIZE,
+                                   sizeof *max_wg, max_wg, NULL);
+    if (err != CL_SUCCESS) {
+        snprintf(what, sizeof what, "clGetKernelWorkGroupInfo(%s)", name);
+        return fc_cl_fail(err, what);
+    }
+    return FLASHCL_SUCCESS;
+}
+
+flashcl_status fc_cl_attention_create_kernels(fc_cl_context *ctx)
+{
+    fc_attention_kernels *ak = &ctx->attention;
+    size_t max_wg = 0;
+    int f, c, dt;
+    flashcl_status st;
+    memset(ak, 0, sizeof *ak);
+    fc_attn_plan(&ctx->dev, ak->tile);
+    for (f = 0; f < FC_ATTN_FAMILIES; f++)
+        for (c = 0; c < FC_ATTN_DIM_CLASSES; c++) {
+            if (ak->tile[f][c].columns == 0) continue;
+            for (dt = 0; dt < FC_DTYPE_COUNT; dt++) {
+                char name[64];
+                if (generic_kernels(&ctx->dev)) /* one kernel object per slot, same function */
+                    snprintf(name, sizeof name, "fc_attn_%s_any", fc_attn_family_name[f]);
+                else
+                    snprintf(name, sizeof name, "fc_attn_%s_d%d_%s", fc_attn_family_name[f],
+                             fc_attn_class_dim[c], fc_attn_dtype_name[dt]);
+                st = create_kernel(ctx, name, &ak->forward[f][c][dt], &max_wg);
+                if (st != FLASHCL_SUCCESS) return st;
+                /* Too many registers for the group size: the class cannot run here. */
+                if (max_wg < (size_t)tile_wg(&ak->tile[f][c])) {
+                    clReleaseKernel(ak->forward[f][c][dt]);
+                    ak->forward[f][c][dt] = NULL;
+                }
+            }
+        }
+    /* A merge kernel that cannot run its work-group is dropped: without the split merge,
+     * forward runs unsplit; without the other, flashcl_attention_merge is unsupported. */
+    st = create_kernel(ctx, "fc_attn_split_merge", &ak->split_merge, &max_wg);
+    if (st != FLASHCL_SUCCESS) return st;
+    if (max_wg < split_merge_wg(&ctx->dev)) {
+        clReleaseKernel(ak->split_merge);
+        ak->split_merge = NULL;
+    }
+    st = create_kernel(ctx, "fc_attn_merge", &ak->merge, &max_wg);
+    if (st != FLASHCL_SUCCESS) return st;
+    if (max_wg < merge_wg(&ctx->dev)) {
+        clReleaseKernel(ak->merge);
+        ak->merge = NULL;
+    }
+    return FLASHCL_SUCCESS;
+}
+
+void fc_cl_attention_release_kernels(fc_cl_context *ctx)
+{
+    fc_attention_kernels *ak = &ctx->attention;
+    int f, c, dt;
+    for (f = 0; f < FC_ATTN_FAMILIES; f++)
+        for (c = 0; c < FC_ATTN_DIM_CLASSES; c++)
+            for (dt = 0; dt < FC_DTYPE_COUNT; dt++)
+                if (ak->forward[f][c][dt]) clReleaseKernel(ak->forward[f][c][dt]);
+    if (ak->split_merge) clReleaseKernel(ak->split_merge);
+    if (ak->merge) clReleaseKernel(ak->merge);
+    memset(ak, 0, sizeof *ak);
+}
+
+/* ---- launching ---------------------------------------------------------------------------- */
+
+/* Sets kernel arguments in order, remembering the first failure. */
+typedef struct fc_args {
+    cl_kernel kernel;
+    cl_uint next;
+    cl_int err;
+    const char *name;
+} fc_args;
+
+static void arg(fc_args *a, size_t size, const void *value)
+{
+    cl_int err = clSetKernelArg(a->kernel, a->next++, size, value);
+    if (a->err == CL_SUCCESS) a->err = err;
+}
+static void arg_mem(fc_args *a, void *mem) { arg(a, sizeof(cl_mem), mem ? (cl_mem *)&mem : NULL); }
+
+static cl_long4 long4_of(int64_t x, int64_t y, int64_t z, int64_t w)
+{
+    cl_long4 v;
+    v.s[0] = x, v.s[1] = y, v.s[2] = z, v.s[3] = w;
+    return v;
+}
+static cl_int4 int4_of(int64_t x, int64_t y, int64_t z, int64_t w)
+{
+    cl_int4 v;
+    v.s[0] = (cl_int)x, v.s[1] = (cl_int)y, v.s[2] = (cl_int)z, v.s[3] = (cl_int)w;
+    return v;
+}
+
+static size_t dtype_bytes(flashcl_dtype dt) { return dt == FLASHCL_F32 ? 4 : 2; }
+
+/* Whether every row of a view starts 4-element aligned, so that the kernels' vector accesses
+ * (16 bytes for f32, 8 for f16/bf16) may be used: buffers are base-aligned by OpenCL. */
+static int rows_aligned(const fc_cl_context *ctx, size_t offset, flashcl_dtype dt,
+                        const int64_t *strides, int n)
+{
+    int i;
+    if (ctx->dev.mem_base_align_bytes < 16 || offset % (4 * dtype_bytes(dt))) return 0;
+    for (i = 0; i < n; i++)
+        if (strides[i] % 4) return 0;
+    return 1;
+}
+
+static flashcl_status enqueue(fc_cl_context *ctx, fc_args *a, size_t groups, size_t wg)
+{
+    char what[128];
+    size_t global = groups * wg;
+    cl_int err;
+    if (a->err != CL_SUCCESS) {
+        snprintf(what, sizeof what, "clSetKernelArg(%s)", a->name);
+        return fc_cl_fail(a->err, what);
+    }
+    err = clEnqueueNDRangeKernel(ctx->queue, a->kernel, 1, NULL, &global, &wg, 0, NULL, NULL);
+    if (err != CL_SUCCESS) {
+        snprintf(what, sizeof what, "clEnqueueNDRangeKernel(%s)", a->name);
+        return fc_cl_fail(err, what);
+    }
+    return FLASHCL_SUCCESS;
+}
+
+/* Makes ctx->attention_scratch hold `bytes` (caller holds launch_lock). Work already enqueued
+ * on the old buffer keeps it alive until it finishes (OpenCL reference counting). */
+static flashcl_status scratch_reserve(fc_cl_context *ctx, size_t bytes)
+{
+    cl_int err;
+    if (ctx->attention_scratch && ctx->attention_scratch_bytes >= bytes) return FLASHCL_SUCCESS;
+    if (ctx->attention_scratch) clReleaseMemObject(ctx->attention_scratch);
+    ctx->attention_scratch = NULL;
+    ctx->attention_scratch_bytes = 0;
+    if (bytes > ctx->dev.max_alloc_bytes)
+        return fc_fail(FLASHCL_OUT_OF_MEMORY,
+                       "attention scratch of %zu bytes exceeds the device's largest allocation",
+                       bytes);
+    ctx->attention_scratch = clCreateBuffer(ctx->context, CL_MEM_READ_WRITE, bytes, NULL, &err);
+    if (err != CL_SUCCESS) {
+        ctx->attention_scratch = NULL;
+        return fc_cl_fail(err, "clCreateBuffer(attention scratch)");
+    }
+    ctx->attention_scratch_bytes = bytes;
+    return FLASHCL_SUCCESS;
+}
+
+static long env_long(const char *name, long fallback)
+{
+    const char *v = getenv(name);
+    return v && *v ? strtol(v, NULL, 10) : fallback;
+}
+
+/* The launch plan of one forward call. */
+typedef struct fc_attn_launch {
+    int family, dim_class, ntiles, nsplit, keys_per_split;
+    const fc_attn_tile *tile;
+    cl_kernel kernel;
+} fc_attn_launch;
+
+/* Chooses the family (decode tiles when the rows of a kv head fit in four small tiles: their
+ * extra passes over the keys hit the cache, while a prefill tile would compute its empty rows), the
+ * number of key splits (when the tiles alone would leave the device idle and keys are many),
+ * and checks that the shape fits the kernels' 32-bit row and key indices. */
+static flashcl_status plan_forward(fc_cl_context *ctx, const fc_attention_desc *d,
+                                   fc_attn_launch *p)
+{
+    const fc_attention_kernels *ak = &ctx->attention;
+    int64_t group = d->heads_q / d->heads_kv, rows = group * d->seqlen_q, base, bn;
+    int64_t max_split, target, nsplit, kps;
+    const char *force = getenv("FLASHCL_ATTENTION_FAMILY");
+    cl_kernel pk, dk;
+
+    memset(p, 0, sizeof *p);
+    p->dim_class = d->head_dim <= 64 ? 0 : d->head_dim <= 128 ? 1 : 2;
+    pk = ak->forward[FC_ATTN_PREFILL][p->dim_class][d->dtype];
+    dk = ak->forward[FC_ATTN_DECODE][p->dim_class][d->dtype];
+    if (!pk && !dk)
+        return fc_fail(FLASHCL_UNSUPPORTED,
+                       "head_dim %lld does not fit '%s' (local memory %zu bytes, work-group "
+                       "limit %zu)",
+                       (long long)d->head_dim, ctx->dev.info.name, ctx->dev.local_mem_bytes,
+                       ctx->dev.max_work_group_size);
+    if (d->seqlen_q > INT_MAX / 2 || d->seqlen_k > INT_MAX / 2 || rows > INT_MAX / 2 ||
+        d->batch * d->heads_kv > INT_MAX)
+        return fc_fail(FLASHCL_UNSUPPORTED,
+                       "attention shape too large for 32-bit row indices (seqlen_q %lld, "
+                       "seqlen_k %lld, heads_q %lld)",
+                       (long long)d->seqlen_q, (long long)d->seqlen_k, (long long)d->heads_q);
+    p->family = dk && (!pk || rows <= 4 * tile_rows(&ak->tile[FC_ATTN_DECODE][p->dim_class]))
+                    ? FC_ATTN_DECODE : FC_ATTN_PREFILL;
+    if (force && !strcmp(force, "prefill") && pk) p->family = FC_ATTN_PREFILL;
+    if (force && !strcmp(force, "decode") && dk) p->family = FC_ATTN_DECODE;
+    p->tile = &ak->tile[p->family][p->dim_class];
+    p->kernel = ak->forward[p->family][p->dim_class][d->dtype];
+    p->ntiles = (int)((rows + tile_rows(p->tile) - 1) / tile_rows(p->tile));
+
+    /* Split-KV: enough work-groups for a few per compute unit, each split at least two key
+     * tiles long, the partials within the scratch cap. */
+    bn = tile_keys(p->tile);
+    base = d->batch * d->heads_kv * p->ntiles;
+    target = (int64_t)ctx->dev.compute_units * (p->family == FC_ATTN_DECODE ? 8 : 2);
+    max_split = (d->seqlen_k + 2 * bn - 1) / (2 * bn);
+    nsplit = base * 2 <= target ? (target + base - 1) / base : 1;
+    nsplit = env_long("FLASHCL_ATTENTION_SPLITS", nsplit);
+    if (!ak->split_merge) nsplit = 1;
+    if (nsplit > max_split) nsplit = max_split;
+    if (nsplit > FC_ATTN_MAX_SPLITS) nsplit = FC_ATTN_MAX_SPLITS;
+    while (nsplit > 1 && (size_t)nsplit * (size_t)(d->batch * d->heads_q * d->seqlen_q) *
+                                 (size_t)(d->head_dim + 1) * 4 > FC_ATTN_SCRATCH_CAP)
+        nsplit /= 2;
+    if (nsplit < 1) nsplit = 1;
+    kps = (d->seqlen_k + nsplit - 1) / nsplit;
+    kps = (kps + bn - 1) / bn * bn; /* splits start on tile boundaries */
+    p->nsplit = (int)((d->seqlen_k + kps - 1) / kps);
+    p->keys_per_split = p->nsplit > 1 ? (int)kps : (int)d->seqlen_k;
+    return FLASHCL_SUCCESS;
+}
+
+flashcl_status fc_cl_attention_forward(void *opaque, const fc_attention_desc *d)
+{
+    fc_cl_context *ctx = opaque;
+    fc_attn_launch p;
+    fc_args a;
+    const size_t es = dtype_bytes(d->dtype);
+    const int64_t rows_all = d->batch * d->heads_q * d->seqlen_q, D = d->head_dim;
+    const int wr = d->causal ? 0 : d->window_right; /* causal = no key right of the diagonal */
+    int split, aligned, in_dtype = (int)d->dtype;
+    cl_long4 qs, ks, vs, os, ls;
+    cl_int4 dims, grid, mask;
+    cl_float2 score;
+    cl_long2 split_stride;
+    void *o_mem, *lse_mem;
+    flashcl_status st = plan_forward(ctx, d, &p);
+    if (st != FLASHCL_SUCCESS) return st;
+    split = p.nsplit > 1;
+
+    qs = long4_of(d->q_strides[0], d->q_strides[1], d->q_strides[2], (int64_t)(d->q_offset / es));
+    ks = long4_of(d->k_strides[0], d->k_strides[1], d->k_strides[2], (int64_t)(d->k_offset / es));
+    vs = long4_of(d->v_strides[0], d->v_strides[1], d->v_strides[2], (int64_t)(d->v_offset / es));
+    aligned = rows_aligned(ctx, d->q_offset, d->dtype, d->q_strides, 3) |
+              rows_aligned(ctx, d->k_offset, d->dtype, d->k_strides, 3) << 1 |
+              rows_aligned(ctx, d->v_offset, d->dtype, d->v_strides, 3) << 2;
+    if (split) {
+        /* partials: o [split][B][Hq][Sq][D] then lse [split][B][Hq][Sq], f32 */
+        os = long4_of(d->heads_q * d->seqlen_q * D, D, d->seqlen_q * D, 0);
+        ls = long4_of(d->heads_q * d->seqlen_q, d->seqlen_q, 1, p.nsplit * rows_all * D);
+        split_stride.s[0] = rows_all * D, split_stride.s[1] = rows_all;
+        aligned |= (D % 4 == 0) << 3;
+    } else {
+        os = long4_of(d->o_strides[0], d->o_strides[1], d->o_strides[2],
+                      (int64_t)(d->o_offset / es));
+        ls = long4_of(d->lse_strides[0], d->lse_strides[1], d->lse_strides[2],
+                      (int64_t)(d->lse_offset / 4));
+        split_stride.s[0] = split_stride.s[1] = 0;
+        aligned |= rows_aligned(ctx, d->o_offset, d->dtype, d->o_strides, 3) << 3;
+    }
+    dims = int4_of(d->seqlen_q, d->seqlen_k, D, d->heads_q / d->heads_kv);
+    grid = int4_of(p.ntiles, d->batch * d->heads_kv, d->heads_kv, p.keys_per_split);
+    mask = int4_of(d->window_left, wr, split ? FLASHCL_F32 : d->dtype, split || d->lse_mem);
+    if (d->softcap > 0.0f) { /* softcap·tanh(scale·s / softcap), in log2 units */
+        score.s[0] = d->scale / d->softcap;
+        score.s[1] = (float)(d->softcap * FC_ATTN_LOG2E);
+    } else {
+        score.s[0] = (float)(d->scale * FC_ATTN_LOG2E);
+        score.s[1] = 0.0f;
+    }
+
+    mtx_lock(&ctx->launch_lock);
+    if (split) {
+        size_t bytes = (size_t)p.nsplit * (size_t)rows_all * (size_t)(D + 1) * 4;
+        st = scratch_reserve(ctx, bytes);
+        if (st != FLASHCL_SUCCESS) goto done;
+    }
+    o_mem = split ? (void *)ctx->attention_scratch : d->o_mem;
+    lse_mem = split ? (void *)ctx->attention_scratch : d->lse_mem;
+    memset(&a, 0, sizeof a);
+    a.kernel = p.kernel;
+    a.name = "fc_attn_forward";
+    arg_mem(&a, d->q_mem), arg_mem(&a, d->k_mem), arg_mem(&a, d->v_mem);
+    arg_mem(&a, o_mem), arg_mem(&a, lse_mem);
+    arg(&a, sizeof qs, &qs), arg(&a, sizeof ks, &ks), arg(&a, sizeof vs, &vs);
+    arg(&a, sizeof os, &os), arg(&a, sizeof ls, &ls);
+    arg(&a, sizeof dims, &dims), arg(&a, sizeof grid, &grid), arg(&a, sizeof mask, &mask);
+    arg(&a, sizeof score, &score), arg(&a, sizeof split_stride, &split_stride);
+    arg(&a, sizeof aligned, &aligned), arg(&a, sizeof in_dtype, &in_dtype);
+    st = enqueue(ctx, &a, (size_t)p.ntiles * (size_t)(d->batch * d->heads_kv) * (size_t)p.nsplit,
+                 (size_t)tile_wg(p.tile));
+    if (st != FLASHCL_SUCCESS || !split) goto done;
+
+    {   /* combine the splits' partials into o and lse */
+        cl_long4 at = long4_of(rows_all * D, rows_all, 0, p.nsplit * rows_all * D);
+        cl_int4 mdims = int4_of(d->seqlen_q, d->heads_q, D, p.nsplit);
+        cl_int2 out;
+        cl_long4 uos = long4_of(d->o_strides[0], d->o_strides[1], d->o_strides[2],
+                                (int64_t)(d->o_offset / es));
+        cl_long4 uls = long4_of(d->lse_strides[0], d->lse_strides[1], d->lse_strides[2],
+                                (int64_t)(d->lse_offset / 4));
+        out.s[0] = d->dtype, out.s[1] = d->lse_mem != NULL;
+        memset(&a, 0, sizeof a);
+        a.kernel = ctx->attention.split_merge;
+        a.name = "fc_attn_split_merge";
+        arg_mem(&a, ctx->attention_scratch), arg_mem(&a, ctx->attention_scratch);
+        arg(&a, sizeof at, &at), arg(&a, sizeof mdims, &mdims);
+        arg_mem(&a, d->o_mem), arg(&a, sizeof uos, &uos);
+        arg_mem(&a, d->lse_mem), arg(&a, sizeof uls, &uls), arg(&a, sizeof out, &out);
+        st = enqueue(ctx, &a, (size_t)rows_all, split_merge_wg(&ctx->dev));
+    }
+done:
+    mtx_unlock(&ctx->launch_lock);
+    return st;
+}
+
+/* ---- flashcl_attention_merge -------------------------------------------------------------- */
+
+/* One input of the merge kernel: an o view and an lse view. */
+typedef struct fc_merge_slot {
+    void *o_mem, *lse_mem;
+    cl_long4 os, ls;
+    int dtype;
+} fc_merge_slot;
+
+static flashcl_status merge_launch(fc_cl_context *ctx, const fc_attention_merge_desc *d,
+                                   const fc_merge_slot *slots, int n, const fc_merge_slot *out)
+{
+    fc_args a;
+    cl_int4 dt = int4_of(slots[0].dtype, n > 1 ? slots[1].dtype : 0, n > 2 ? slots[2].dtype : 0,
+                         n > 3 ? slots[3].dtype : 0);
+    cl_int4 dims = int4_of(d->seqlen_q, d->heads, d->head_dim, n);
+    cl_int2 flags;
+    int i;
+    flags.s[0] = out->dtype, flags.s[1] = out->lse_mem != NULL;
+    memset(&a, 0, sizeof a);
+    a.kernel = ctx->attention.merge;
+    a.name = "fc_attn_merge";
+    for (i = 0; i < 4; i++) { /* unused slots repeat slot 0; the kernel does not read them */
+        const fc_merge_slot *s = &slots[i < n ? i : 0];
+        arg_mem(&a, s->o_mem), arg(&a, sizeof s->os, &s->os);
+        arg_mem(&a, s->lse_mem), arg(&a, sizeof s->ls, &s->ls);
+    }
+    arg(&a, sizeof dt, &dt), arg(&a, sizeof dims, &dims);
+    arg_mem(&a, out->o_mem), arg(&a, sizeof out->os, &out->os);
+    arg_mem(&a, out->lse_mem), arg(&a, sizeof out->ls, &out->ls), arg(&a, sizeof flags, &flags);
+    return enqueue(ctx, &a, (size_t)(d->batch * d->seqlen_q * d->heads), merge_wg(&ctx->dev));
+}
+
+static fc_merge_slot part_slot(const fc_attention_merge_desc *d, size_t i)
+{
+    fc_merge_slot s;
+    const int64_t *st = d->o_part_strides[i], *lt = d->lse_part_strides[i];
+    s.o_mem = d->o_part_mems[i];
+    s.lse_mem = d->lse_part_mems[i];
+    s.os = long4_of(st[0], st[1], st[2],
+                    (int64_t)(d->o_part_offsets[i] / dtype_bytes(d->o_part_dtype)));
+    s.ls = long4_of(lt[0], lt[1], lt[2], (int64_t)(d->lse_part_offsets[i] / 4));
+    s.dtype = d->o_part_dtype;
+    return s;
+}
+
+/* A running result in scratch (f32, packed [B, Sq, H, D] and lse [B, H, Sq]) at `at`. */
+static fc_merge_slot acc_slot(fc_cl_context *ctx, const fc_attention_merge_desc *d, int64_t at)
+{
+    fc_merge_slot s;
+    const int64_t S = d->seqlen_q, H = d->heads, D = d->head_dim;
+    s.o_mem = s.lse_mem = ctx->attention_scratch;
+    s.os = long4_of(S * H * D, H * D, D, at);
+    s.ls = long4_of(H * S, S, 1, at + d->batch * S * H * D);
+    s.dtype = FLASHCL_F32;
+    return s;
+}
+
+flashcl_status fc_cl_attention_merge(void *opaque, const fc_attention_merge_desc *d)
+{
+    fc_cl_context *ctx = opaque;
+    const int64_t acc_elems = d->batch * d->seqlen_q * d->heads * (d->head_dim + 1);
+    fc_merge_slot slots[4], out;
+    size_t next = 0;
+    int n, cur = 0;
+    flashcl_status st = FLASHCL_SUCCESS;
+
+    if (!ctx->attention.merge)
+        return fc_fail(FLASHCL_UNSUPPORTED, "attention merge: '%s' cannot run its work-group",
+                       ctx->dev.info.name);
+    out.o_mem = d->o_mem, out.lse_mem = d->lse_mem, out.dtype = d->o_dtype;
+    out.os = long4_of(d->o_strides[0], d->o_strides[1], d->o_strides[2],
+                      (int64_t)(d->o_offset / dtype_bytes(d->o_dtype)));
+    out.ls = long4_of(d->lse_strides[0], d->lse_strides[1], d->lse_strides[2],
+                      (int64_t)(d->lse_offset / 4));
+    mtx_lock(&ctx->launch_lock);
+    if (d->parts > 4) /* running results ping-pong between two scratch areas */
+        st = scratch_reserve(ctx, (size_t)acc_elems * 2 * 4);
+    /* Four parts at a time; past the first launch, slot 0 is the running result (area `cur`)
+     * and the launch writes the other area. */
+    while (st == FLASHCL_SUCCESS && next < d->parts) {
+        n = 0;
+        if (next > 0) slots[n++] = acc_slot(ctx, d, cur * acc_elems);
+        while (n < 4 && next < d->parts) slots[n++] = part_slot(d, next++);
+        if (next == d->parts) {
+            st = merge_launch(ctx, d, slots, n, &out);
+        } else {
+            const int dst = next > 4 ? 1 - cur : 0; /* the first launch reads no area */
+            fc_merge_slot acc = acc_slot(ctx, d, dst * acc_elems);
+            st = merge_launch(ctx, d, slots, n, &acc);
+            cur = dst;
+        }
+    }
+    mtx_unlock(&ctx->launch_lock);
+    return st;
+}

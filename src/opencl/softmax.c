@@ -1,0 +1,579 @@
+/* Host side of cl/softmax.cl: build options per device, kernel creation, and the choice and
+ * launch of a variant for one validated softmax request.
+ *
+ * Variant choice (AUTO); cap = what a work-group holds in registers (max work-group size x
+ * FC_RIR_CHUNKS x 4 or 8 elements: 4096 f32 / 8192 f16 on NVIDIA, where kernels report 256):
+ *   cols <= cap, and rows >= 2 x compute units or cols <= 8192 -> rows in registers
+ *   rows >= 2 x compute units                                  -> online chunked
+ *   few long rows -> cooperative split row (built on NVIDIA/AMD GPUs with 64-bit atomics; f32
+ *                    input only), else the 3-pass split row.
+ * A forced variant runs whenever it can: only ROW_IN_REGISTERS has a limit (cols <= cap). */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../error.h"
+#include "cl_internal.h"
+
+/* ---- tuning per device ------------------------------------------------------------------------ */
+
+typedef struct fc_softmax_tuning {
+    fc_subgroup_kind sg;
+    int sg_size;
+    size_t max_wg;          /* largest work-group of any softmax kernel (sizes __local arrays) */
+    unsigned rir_chunks, stream_unroll, coop_chunks, half_impl;
+    int fast_exp;           /* FC_FAST_EXP: PTX ex2-based exp (NVIDIA) */
+    int nv_sleep;           /* FC_NV_SLEEP: nanosleep while waiting (NVIDIA sm_70+) */
+    size_t rir_group_wg;    /* work-group size when teams are smaller than one */
+    size_t resident_items;  /* work-items one compute unit runs at once (an estimate) */
+    size_t chunked_wg, split_wg, coop_wg;
+    int coop;
+    const char *cl_std;     /* "" or a -cl-std= that unlocks sub-group functions */
+} fc_softmax_tuning;
+
+static size_t fc_floor_pow2(size_t v)
+{
+    size_t p = 1;
+    while (p * 2 <= v) p *= 2;
+    return p;
+}
+
+static size_t fc_ceil_pow2(size_t v)
+{
+    size_t p = 1;
+    while (p < v) p *= 2;
+    return p;
+}
+
+static int fc_device_has_extension(cl_device_id device, const char *name)
+{
+    size_t size = 0, len = strlen(name);
+    char *ext, *p;
+    int found = 0;
+    if (!device || clGetDeviceInfo(device, CL_DEVICE_EXTENSIONS, 0, NULL, &size) != CL_SUCCESS ||
+        size == 0)
+        return 0;
+    ext = malloc(size + 1);
+    if (!ext) return 0;
+    if (clGetDeviceInfo(device, CL_DEVICE_EXTENSIONS, size, ext, NULL) == CL_SUCCESS) {
+        ext[size] = '\0';
+        for (p = strstr(ext, name); p && !found; p = strstr(p + 1, name))
+            found = (p == ext || p[-1] == ' ') && (p[len] == ' ' || p[len] == '\0');
+    }
+    free(ext);
+    return found;
+}
+
+/* OpenCL C major version of the device compiler (1 when unknown). */
+static int fc_device_c_major(cl_device_id device)
+{
+    char version[64] = "";
+    if (!device || clGetDeviceInfo(device, CL_DEVICE_OPENCL_C_VERSION, sizeof version - 1, version,
+                                   NULL) != CL_SUCCESS)
+        return 1;
+    /* "OpenCL C <major>.<minor> ..." */
+    return strncmp(version, "OpenCL C ", 9) == 0 ? atoi(version + 9) : 1;
+}
+
+/* A pure function of the device, so the options (at build time) and the launch limits (at
+ * kernel creation, also for a program loaded from the cache) always agree. */
+static void fc_softmax_tune(const fc_cl_device *dev, fc_softmax_tuning *t)
+{
+    size_t dev_wg = dev->max_work_group_size ? dev->max_work_group_size : 64;
+    memset(t, 0, sizeof *t);
+    t->sg = dev->subgroups;
+    t->sg_size = dev->subgroup_size > 0 ? dev->subgroup_size : 32;
+    t->stream_unroll = 4;
+    t->cl_std = "";
+    if (dev->is_gpu) {
+        /* 4 chunks (64 bytes) per work-item: ~40 registers, so a compute unit keeps 1-2
+         * thousand work-items and ~100 KiB in flight (H200: 2 and 8 chunks were slower). */
+        t->max_wg = fc_floor_pow2(dev_wg < 1024 ? dev_wg : 1024);
+        t->rir_chunks = 4;
+        t->rir_group_wg = 128;
+        t->resident_items = 2048;
+        t->chunked_wg = 512;
+        t->split_wg = 256;
+        t->coop_wg = 1024;
+        t->coop = (dev->vendor == FC_VENDOR_NVIDIA || dev->vendor == FC_VENDOR_AMD) &&
+                  dev->compute_units >= 2 &&
+                  fc_device_has_extension(dev->device, "cl_khr_int64_base_atomics");
+    } else {
+        /* CPUs (PoCL): work-items are loop iterations vectorised across lanes; a few hundred
+         * per work-group keep private arrays in cache. No cooperative path: CPU threads give
+         * no guarantee that a waiting work-group lets its partners run. */
+        t->max_wg = fc_floor_pow2(dev_wg < 256 ? dev_wg : 256);
+        t->rir_chunks = 4;
+        t->rir_group_wg = 64;
+        t->resident_items = 256;
+        t->chunked_wg = 128;
+        t->split_wg = 128;
+        t->coop_wg = 0;
+        t->coop = 0;
+    }
+    if (t->sg == FC_SG_NV_PTX && t->max_wg < 32) t->sg = FC_SG_NONE; /* warps must be whole */
+    if (t->rir_group_wg > t->max_wg) t->rir_group_wg = t->max_wg;
+    if (t->chunked_wg > t->max_wg) t->chunked_wg = t->max_wg;
+    if (t->split_wg > t->max_wg) t->split_wg = t->max_wg;
+    if (t->coop_wg > t->max_wg) t->coop_wg = t->max_wg;
+    t->coop_chunks = t->rir_chunks;
+    /* f16 conversions: NVIDIA's vload/vstore_half are scalar and its compiler accepts PTX cvt;
+     * elsewhere integer code on the bits. */
+    t->half_impl = t->sg == FC_SG_NV_PTX ? 2 : 1;
+    /* FC_FAST_EXP stays off: on an H200 it changed nothing measurable (the kernels wait on
+     * memory, not on exp), and exp is the specified accuracy. */
+    t->fast_exp = 0;
+    t->nv_sleep = 0;
+    if (t->sg == FC_SG_NV_PTX && fc_device_has_extension(dev->device, "cl_nv_device_attribute_query")) {
+        cl_uint major = 0; /* CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV */
+        if (clGetDeviceInfo(dev->device, 0x4000, sizeof major, &major, NULL) == CL_SUCCESS)
+            t->nv_sleep = major >= 7;
+    }
+    /* cl_khr_subgroups functions are declared for OpenCL C 2.0+ only. */
+    if (t->sg == FC_SG_KHR) {
+        int major = fc_device_c_major(dev->device);
+        t->cl_std = major >= 3 ? "-cl-std=CL3.0" : major == 2 ? "-cl-std=CL2.0" : "";
+    }
+}
+
+void fc_cl_softmax_options(const fc_cl_device *dev, char *out, size_t out_size)
+{
+    static const char *const sg_define[] = {"FC_SG_NONE", "FC_SG_KHR", "FC_SG_INTEL",
+                                            "FC_SG_NV_PTX"};
+    fc_softmax_tuning t;
+    fc_softmax_tune(dev, &t);
+    snprintf(out, out_size,
+             "%s -D%s -DFC_SG_SIZE=%d -DFC_MAX_WG=%zu -DFC_RIR_CHUNKS=%u "
+             "-DFC_STREAM_UNROLL=%u -DFC_COOP=%d -DFC_COOP_CHUNKS=%u -DFC_HALF_IMPL=%u "
+             "-DFC_FAST_EXP=%d -DFC_NV_SLEEP=%d",
+             t.cl_std, sg_define[t.sg], t.sg_size, t.max_wg, t.rir_chunks, t.stream_unroll, t.coop,
+             t.coop_chunks, t.half_impl, t.fast_exp, t.nv_sleep);
+}
+
+/* ---- kernels ----------------------------------------------------------------------------------- */
+
+static const char *const fc_dtype_suffix[FC_DTYPE_COUNT] = {"f32", "f16", "bf16"};
+
+static flashcl_status fc_create_kernel(fc_cl_context *ctx, cl_kernel *out, size_t *max_wg,
+                                       const char *base, int xd, int yd)
+{
+    char name[96], what[128];
+    cl_int err;
+    size_t wg = 0;
+    if (yd < 0)
+        snprintf(name, sizeof name, "%s_%s", base, fc_dtype_suffix[xd]);
+    else
+        snprintf(name, sizeof name, "%s_%s_%s", base, fc_dtype_suffix[xd], fc_dtype_suffix[yd]);
+    *out = clCreateKernel(ctx->softmax_program, name, &err);
+    if (err != CL_SUCCESS) {
+        *out = NULL;
+        snprintf(what, sizeof what, "clCreateKernel(%s)", name);
+        return fc_cl_fail(err, what);
+    }
+    /* The kernel's own limit (registers, local memory) may be below the device's. */
+    err = clGetKernelWorkGroupInfo(*out, ctx->dev.device, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg,
+                                   &wg, NULL);
+    if (err != CL_SUCCESS) {
+        snprintf(what, sizeof what, "clGetKernelWorkGroupInfo(%s)", name);
+        return fc_cl_fail(err, what);
+    }
+    if (wg < *max_wg) *max_wg = wg;
+    return FLASHCL_SUCCESS;
+}
+
+flashcl_status fc_cl_softmax_create_kernels(fc_cl_context *ctx)
+{
+    fc_softmax_kernels *k = &ctx->softmax;
+    fc_softmax_tuning t;
+    flashcl_status st = FLASHCL_SUCCESS;
+    size_t rir = SIZE_MAX, chunked = SIZE_MAX, split = SIZE_MAX, coop = SIZE_MAX;
+    int xd, yd;
+
+    fc_softmax_tune(&ctx->dev, &t);
+    memset(k, 0, sizeof *k);
+    for (xd = 0; xd < FC_DTYPE_COUNT && st == FLASHCL_SUCCESS; xd++) {
+        st = fc_create_kernel(ctx, &k->split_row_partials[xd], &split, "softmax_split_row_partials",
+                              xd, -1);
+        for (yd = 0; yd < FC_DTYPE_COUNT && st == FLASHCL_SUCCESS; yd++) {
+            st = fc_create_kernel(ctx, &k->rows_in_registers[xd][yd], &rir,
+                                  "softmax_rows_in_registers", xd, yd);
+            if (st == FLASHCL_SUCCESS)
+                st = fc_create_kernel(ctx, &k->online_chunked[xd][yd], &chunked,
+                                      "softmax_online_chunked", xd, yd);
+            if (st == FLASHCL_SUCCESS)
+                st = fc_create_kernel(ctx, &k->split_row_normalize[xd][yd], &split,
+                                      "softmax_split_row_normalize", xd, yd);
+            if (st == FLASHCL_SUCCESS && t.coop)
+                st = fc_create_kernel(ctx, &k->split_row_cooperative[xd][yd], &coop,
+                                      "softmax_split_row_cooperative", xd, yd);
+        }
+    }
+    if (st != FLASHCL_SUCCESS) {
+        fc_cl_softmax_release_kernels(ctx);
+        return st;
+    }
+    /* Work-group sizes: powers of two within both the tuning and every kernel's own limit. */
+    k->rir_chunks = t.rir_chunks;
+    k->coop_chunks = t.coop_chunks;
+    k->rir_max_wg = fc_floor_pow2(rir < t.max_wg ? rir : t.max_wg);
+    k->rir_group_wg = t.rir_group_wg;
+    k->resident_items = t.resident_items;
+    k->chunked_wg = fc_floor_pow2(chunked < t.chunked_wg ? chunked : t.chunked_wg);
+    k->split_wg = fc_floor_pow2(split < t.split_wg ? split : t.split_wg);
+    k->coop_wg = t.coop ? fc_floor_pow2(coop < t.coop_wg ? coop : t.coop_wg) : 0;
+    k->coop = t.coop;
+    if (t.sg == FC_SG_NV_PTX && (k->rir_max_wg < 32 || k->chunked_wg < 32 || k->split_wg < 32 ||
+                                 (t.coop && k->coop_wg < 32))) {
+        fc_cl_softmax_release_kernels(ctx);
+        return fc_fail(FLASHCL_UNSUPPORTED,
+                       "softmax kernels on '%s' cannot run a full 32-lane warp per work-group",
+                       ctx->dev.info.name);
+    }
+    return FLASHCL_SUCCESS;
+}
+
+void fc_cl_softmax_release_kernels(fc_cl_context *ctx)
+{
+    fc_softmax_kernels *k = &ctx->softmax;
+    int xd, yd;
+    for (xd = 0; xd < FC_DTYPE_COUNT; xd++) {
+        if (k->split_row_partials[xd]) clReleaseKernel(k->split_row_partials[xd]);
+        for (yd = 0; yd < FC_DTYPE_COUNT; yd++) {
+            cl_kernel pair[] = {k->rows_in_registers[xd][yd], k->online_chunked[xd][yd],
+                                k->split_row_normalize[xd][yd], k->split_row_cooperative[xd][yd]};
+            size_t i;
+            for (i = 0; i < sizeof pair / sizeof pair[0]; i++)
+                if (pair[i]) clReleaseKernel(pair[i]);
+        }
+    }
+    memset(k, 0, sizeof *k);
+}
+
+static size_t fc_dtype_bytes(flashcl_dtype dt)
+{
+    return dt == FLASHCL_F32 ? 4 : 2;
+}
+
+/* Elements of the 16-byte chunks kernels move (FC_CHUNK in cl/dtype.h). */
+static size_t fc_chunk_elems(flashcl_dtype dt)
+{
+    return 16 / fc_dtype_bytes(dt);
+}
+
+/* ---- launch --------------------------------------------------------------------------------- */
+
+typedef enum fc_plan_kind { FC_PLAN_RIR, FC_PLAN_CHUNKED, FC_PLAN_SPLIT, FC_PLAN_COOP } fc_plan_kind;
+
+typedef struct fc_plan {
+    fc_plan_kind kind;
+    size_t wg;              /* work-group size */
+    size_t groups;          /* online chunked: grid size (work-groups loop over rows) */
+    unsigned team;          /* rows in registers: work-items per row */
+    cl_ulong slice_len;     /* split row: elements per slice (a multiple of a chunk per item) */
+    unsigned slices;        /* split row: slices per row */
+} fc_plan;
+
+/* Rows in registers: 0 if a row does not fit one work-group. The team is the smallest power of
+ * two that holds the row. */
+static int fc_plan_rir(fc_plan *p, const fc_softmax_kernels *k, flashcl_dtype x_dtype,
+                       int64_t cols)
+{
+    const size_t items = k->rir_chunks * fc_chunk_elems(x_dtype), max_wg = k->rir_max_wg;
+    size_t team;
+    if ((uint64_t)cols > (uint64_t)max_wg * items) return 0;
+    team = fc_ceil_pow2((size_t)((cols + (int64_t)items - 1) / (int64_t)items));
+    p->kind = FC_PLAN_RIR;
+    p->team = (unsigned)team;
+    p->wg = team > k->rir_group_wg ? team : k->rir_group_wg;
+    if (p->wg > max_wg) p->wg = max_wg;
+    return 1;
+}
+
+/* Online chunked: a work-group per row, up to a few times what the device runs at once (the
+ * groups loop over the remaining rows). */
+static void fc_plan_chunked(fc_plan *p, const fc_cl_device *dev, const fc_softmax_kernels *k,
+                            int64_t rows)
+{
+    uint64_t groups = (uint64_t)dev->compute_units *
+                      (k->resident_items > k->chunked_wg ? k->resident_items / k->chunked_wg : 1) * 8;
+    if (groups > (uint64_t)rows) groups = (uint64_t)rows;
+    p->kind = FC_PLAN_CHUNKED;
+    p->wg = k->chunked_wg;
+    p->groups = (size_t)groups;
+}
+
+/* Split row: slices of at least a few loads per work-item, enough groups to fill the device. */
+static void fc_plan_split(fc_plan *p, const fc_cl_device *dev, const fc_softmax_kernels *k,
+                          int64_t rows, int64_t cols)
+{
+    const uint64_t ucols = (uint64_t)cols;
+    const uint64_t unit = 8u * (uint64_t)k->split_wg; /* a chunk per work-item (any dtype) */
+    const uint64_t min_len = unit * 4 * 2;
+    const uint64_t target_groups = (uint64_t)dev->compute_units * (dev->is_gpu ? 8 : 2);
+    uint64_t slices = (target_groups + (uint64_t)rows - 1) / (uint64_t)rows;
+    uint64_t max_slices = (ucols + min_len - 1) / min_len, len;
+    if (slices > max_slices) slices = max_slices;
+    if (slices < 1) slices = 1;
+    len = (ucols + slices - 1) / slices;
+    len = (len + unit - 1) / unit * unit;
+    p->kind = FC_PLAN_SPLIT;
+    p->wg = k->split_wg;
+    p->slice_len = len;
+    p->slices = (unsigned)((ucols + len - 1) / len);
+}
+
+/* Cooperative split row: as few slices as hold the row in registers, at most one per compute
+ * unit (the no-deadlock condition; beyond that, slices stream their tail). */
+static void fc_plan_coop(fc_plan *p, const fc_cl_device *dev, const fc_softmax_kernels *k,
+                         flashcl_dtype x_dtype, int64_t cols)
+{
+    const uint64_t unit = (uint64_t)k->coop_wg * fc_chunk_elems(x_dtype); /* a chunk per item */
+    const uint64_t ucols = (uint64_t)cols, cap = unit * k->coop_chunks;
+    uint64_t slices = (ucols + cap - 1) / cap, len;
+    if (slices > dev->compute_units) slices = dev->compute_units;
+    len = (ucols + slices - 1) / slices;
+    len = (len + unit - 1) / unit * unit;
+    p->kind = FC_PLAN_COOP;
+    p->wg = k->coop_wg;
+    p->slice_len = len;
+    p->slices = (unsigned)((ucols + len - 1) / len);
+}
+
+static int fc_env_flag(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v && strcmp(v, "0") != 0;
+}
+
+static flashcl_status fc_choose_plan(const fc_cl_context *ctx, const fc_softmax_desc *desc,
+                                     fc_plan *p)
+{
+    const fc_cl_device *dev = &ctx->dev;
+    const fc_softmax_kernels *k = &ctx->softmax;
+    const int64_t rows = desc->rows, cols = desc->cols;
+    /* The cooperative split row where built, for f32 input: measured on an H200 it beat the
+     * 3-pass split for f32 (64 x 1M: 219 vs 249 us) but lost for f16 (276 vs 141 us).
+     * FLASHCL_SOFTMAX_NO_COOP=1 turns it off (benchmarks). */
+    const int coop = k->coop && desc->x_dtype == FLASHCL_F32 &&
+                     !fc_env_flag("FLASHCL_SOFTMAX_NO_COOP");
+    /* Rows needed before one work-group per row keeps every compute unit busy. */
+    const int64_t fill_rows = (int64_t)dev->compute_units * (dev->is_gpu ? 2 : 4);
+    memset(p, 0, sizeof *p);
+
+    switch (desc->variant) {
+    case FLASHCL_SOFTMAX_ROW_IN_REGISTERS:
+        if (fc_plan_rir(p, k, desc->x_dtype, cols)) return FLASHCL_SUCCESS;
+        return fc_fail(FLASHCL_UNSUPPORTED,
+                       "softmax ROW_IN_REGISTERS: a row of %lld columns does not fit in one "
+                       "work-group's registers on '%s' (at most %zu work-items x %zu elements)",
+                       (long long)cols, dev->info.name, k->rir_max_wg,
+                       k->rir_chunks * fc_chunk_elems(desc->x_dtype));
+    case FLASHCL_SOFTMAX_ONLINE_CHUNKED:
+        fc_plan_chunked(p, dev, k, rows);
+        return FLASHCL_SUCCESS;
+    case FLASHCL_SOFTMAX_SPLIT_ROW:
+        if (coop)
+            fc_plan_coop(p, dev, k, desc->x_dtype, cols);
+        else
+            fc_plan_split(p, dev, k, rows, cols);
+        return FLASHCL_SUCCESS;
+    default:
+        break;
+    }
+
+    /* AUTO. Rows that fit a work-group: one read, one write, unless so few rows that most of
+     * the device would idle while there is much to do (then spread each row over groups). */
+    if (fc_plan_rir(p, k, desc->x_dtype, cols) && (rows >= fill_rows || cols <= 8192))
+        return FLASHCL_SUCCESS;
+    /* Enough rows for the device: a work-group per row; pass 2 mostly re-reads from the cache
+     * (measured on an H200: faster than the cooperative split row for 4096 x 32768 and
+     * 1024 x 131072). Few long rows: spread each row over work-groups. */
+    if (rows >= fill_rows) {
+        fc_plan_chunked(p, dev, k, rows);
+        return FLASHCL_SUCCESS;
+    }
+    if (coop)
+        fc_plan_coop(p, dev, k, desc->x_dtype, cols);
+    else
+        fc_plan_split(p, dev, k, rows, cols);
+    return FLASHCL_SUCCESS;
+}
+
+/* Grows ctx->scratch to at least `bytes` (under launch_lock). Kernels already enqueued keep the
+ * old buffer alive through their own reference. */
+static flashcl_status fc_scratch_reserve(fc_cl_context *ctx, size_t bytes)
+{
+    cl_int err;
+    cl_mem mem;
+    if (ctx->scratch && ctx->scratch_bytes >= bytes) return FLASHCL_SUCCESS;
+    bytes = (bytes + 65535) / 65536 * 65536;
+    mem = clCreateBuffer(ctx->context, CL_MEM_READ_WRITE, bytes, NULL, &err);
+    if (err != CL_SUCCESS) return fc_cl_fail(err, "clCreateBuffer(softmax scratch)");
+    if (ctx->scratch) clReleaseMemObject(ctx->scratch);
+    ctx->scratch = mem;
+    ctx->scratch_bytes = bytes;
+    return FLASHCL_SUCCESS;
+}
+
+typedef struct fc_arg {
+    size_t size;
+    const void *value;
+} fc_arg;
+#define FC_ARG(v) {sizeof(v), &(v)}
+
+static flashcl_status fc_launch(fc_cl_context *ctx, cl_kernel kernel, const fc_arg *args,
+                                cl_uint nargs, size_t groups, size_t wg)
+{
+    char name[96] = "softmax", what[160];
+    const char *call = "clSetKernelArg";
+    size_t global = groups * wg;
+    cl_int err = CL_SUCCESS;
+    cl_uint i;
+    for (i = 0; i < nargs && err == CL_SUCCESS; i++)
+        err = clSetKernelArg(kernel, i, args[i].size, args[i].value);
+    if (err == CL_SUCCESS) {
+        call = "clEnqueueNDRangeKernel";
+        err = clEnqueueNDRangeKernel(ctx->queue, kernel, 1, NULL, &global, &wg, 0, NULL, NULL);
+    }
+    if (err == CL_SUCCESS) return FLASHCL_SUCCESS;
+    clGetKernelInfo(kernel, CL_KERNEL_FUNCTION_NAME, sizeof name, name, NULL);
+    snprintf(what, sizeof what, "%s(%s)", call, name);
+    return fc_cl_fail(err, what);
+}
+
+/* The launches of one request depend on each other through the scratch buffer. An in-order
+ * queue (flashcl's own) orders them; a queue the application made out-of-order gets barriers. */
+static flashcl_status fc_order(fc_cl_context *ctx, int out_of_order)
+{
+    cl_int err;
+    if (!out_of_order) return FLASHCL_SUCCESS;
+    err = clEnqueueBarrierWithWaitList(ctx->queue, 0, NULL, NULL);
+    return err == CL_SUCCESS ? FLASHCL_SUCCESS
+                             : fc_cl_fail(err, "clEnqueueBarrierWithWaitList(softmax)");
+}
+
+/* Enqueues rows [0, n) of one batch whose first row is at element x_off / y_off. */
+static flashcl_status fc_enqueue_batch(fc_cl_context *ctx, const fc_softmax_desc *desc,
+                                       const fc_plan *p, cl_ulong n, cl_ulong x_off,
+                                       cl_ulong y_off, cl_int vec, int out_of_order)
+{
+    const fc_softmax_kernels *k = &ctx->softmax;
+    const int xd = (int)desc->x_dtype, yd = (int)desc->y_dtype;
+    cl_mem x = (cl_mem)desc->x_mem, y = (cl_mem)desc->y_mem;
+    cl_ulong x_stride = (cl_ulong)desc->x_row_stride, y_stride = (cl_ulong)desc->y_row_stride;
+    cl_uint cols = (cl_uint)desc->cols, team = p->team, slices = p->slices;
+    cl_uint slice_len = (cl_uint)p->slice_len;
+    cl_float scale = desc->scale;
+    cl_int log_mode = desc->log ? 1 : 0;
+    flashcl_status st;
+
+    switch (p->kind) {
+    case FC_PLAN_RIR: {
+        const fc_arg args[] = {FC_ARG(x), FC_ARG(x_off), FC_ARG(x_stride), FC_ARG(y),
+                               FC_ARG(y_off), FC_ARG(y_stride), FC_ARG(n), FC_ARG(cols),
+                               FC_ARG(scale), FC_ARG(log_mode), FC_ARG(team), FC_ARG(vec)};
+        const size_t rows_per_group = p->wg / p->team;
+        return fc_launch(ctx, k->rows_in_registers[xd][yd], args, 12,
+                         (size_t)((n + rows_per_group - 1) / rows_per_group), p->wg);
+    }
+    case FC_PLAN_CHUNKED: {
+        const fc_arg args[] = {FC_ARG(x),     FC_ARG(x_off),    FC_ARG(x_stride), FC_ARG(y),
+                               FC_ARG(y_off), FC_ARG(y_stride), FC_ARG(n),        FC_ARG(cols),
+                               FC_ARG(scale), FC_ARG(log_mode), FC_ARG(vec)};
+        return fc_launch(ctx, k->online_chunked[xd][yd], args, 11, p->groups, p->wg);
+    }
+    case FC_PLAN_SPLIT: {
+        const size_t groups = (size_t)n * p->slices;
+        cl_mem partials;
+        st = fc_scratch_reserve(ctx, groups * 2 * sizeof(cl_float));
+        partials = ctx->scratch;
+        if (st == FLASHCL_SUCCESS) st = fc_order(ctx, out_of_order);
+        if (st == FLASHCL_SUCCESS) {
+            const fc_arg args[] = {FC_ARG(x),      FC_ARG(x_off),     FC_ARG(x_stride),
+                                   FC_ARG(cols),   FC_ARG(slice_len), FC_ARG(slices),
+                                   FC_ARG(scale),  FC_ARG(vec),       FC_ARG(partials)};
+            st = fc_launch(ctx, k->split_row_partials[xd], args, 9, groups, p->wg);
+        }
+        if (st == FLASHCL_SUCCESS) st = fc_order(ctx, out_of_order);
+        if (st == FLASHCL_SUCCESS) {
+            const fc_arg args[] = {FC_ARG(x),        FC_ARG(x_off),     FC_ARG(x_stride),
+                                   FC_ARG(y),        FC_ARG(y_off),     FC_ARG(y_stride),
+                                   FC_ARG(cols),     FC_ARG(slice_len), FC_ARG(slices),
+                                   FC_ARG(scale),    FC_ARG(log_mode),  FC_ARG(vec),
+                                   FC_ARG(partials)};
+            st = fc_launch(ctx, k->split_row_normalize[xd][yd], args, 13, groups, p->wg);
+        }
+        return st;
+    }
+    case FC_PLAN_COOP: {
+        const size_t groups = (size_t)n * p->slices, state_bytes = (1 + groups) * sizeof(cl_ulong);
+        const cl_ulong zero = 0;
+        cl_mem state;
+        cl_int err;
+        st = fc_scratch_reserve(ctx, state_bytes);
+        state = ctx->scratch;
+        if (st == FLASHCL_SUCCESS) st = fc_order(ctx, out_of_order);
+        if (st != FLASHCL_SUCCESS) return st;
+        /* Ticket counter and published slots start at 0 (see cl/softmax.cl). */
+        err = clEnqueueFillBuffer(ctx->queue, state, &zero, sizeof zero, 0, state_bytes, 0, NULL,
+                                  NULL);
+        if (err != CL_SUCCESS) return fc_cl_fail(err, "clEnqueueFillBuffer(softmax cooperative state)");
+        st = fc_order(ctx, out_of_order);
+        if (st == FLASHCL_SUCCESS) {
+            const fc_arg args[] = {FC_ARG(x),        FC_ARG(x_off),     FC_ARG(x_stride),
+                                   FC_ARG(y),        FC_ARG(y_off),     FC_ARG(y_stride),
+                                   FC_ARG(cols),     FC_ARG(slice_len), FC_ARG(slices),
+                                   FC_ARG(scale),    FC_ARG(log_mode),  FC_ARG(vec),
+                                   FC_ARG(state)};
+            st = fc_launch(ctx, k->split_row_cooperative[xd][yd], args, 13, groups, p->wg);
+        }
+        return st;
+    }
+    }
+    return fc_fail(FLASHCL_BACKEND_ERROR, "softmax: unknown plan");
+}
+
+
+flashcl_status fc_cl_softmax(void *vctx, const fc_softmax_desc *desc)
+{
+    fc_cl_context *ctx = (fc_cl_context *)vctx;
+    const cl_ulong x_off = desc->x_offset / fc_dtype_bytes(desc->x_dtype);
+    const cl_ulong y_off = desc->y_offset / fc_dtype_bytes(desc->y_dtype);
+    const cl_ulong x_stride = (cl_ulong)desc->x_row_stride, y_stride = (cl_ulong)desc->y_row_stride;
+    const cl_ulong rows = (cl_ulong)desc->rows;
+    /* 16-byte chunk accesses need every row of x and y to start at a multiple of a chunk. */
+    const cl_ulong chunk = fc_chunk_elems(desc->x_dtype);
+    const cl_int vec = x_off % chunk == 0 && y_off % chunk == 0 &&
+                       (rows == 1 || (x_stride % chunk == 0 && y_stride % chunk == 0));
+    cl_command_queue_properties props = 0;
+    cl_ulong batch, row0;
+    fc_plan p;
+    flashcl_status st;
+
+    /* Kernels index within a row in 32 bits (one instruction per address). */
+    if (desc->cols > ((int64_t)1 << 31))
+        return fc_fail(FLASHCL_UNSUPPORTED, "softmax: rows of %lld columns exceed 2^31",
+                       (long long)desc->cols);
+    st = fc_choose_plan(ctx, desc, &p);
+    if (st != FLASHCL_SUCCESS) return st;
+    clGetCommandQueueInfo(ctx->queue, CL_QUEUE_PROPERTIES, sizeof props, &props, NULL);
+
+    /* Launches stay below 2^31 work-items; chunked work-groups loop over rows. */
+    if (p.kind == FC_PLAN_RIR)
+        batch = (cl_ulong)(INT_MAX / p.wg) * (p.wg / p.team);
+    else if (p.kind == FC_PLAN_CHUNKED)
+        batch = rows;
+    else
+        batch = (cl_ulong)(INT_MAX / p.wg / p.slices);
+    if (batch == 0) batch = 1;
+
+    mtx_lock(&ctx->launch_lock);
+    for (row0 = 0; row0 < rows && st == FLASHCL_SUCCESS; row0 += batch) {
+        const cl_ulong count = rows - row0 < batch ? rows - row0 : batch;
+        st = fc_enqueue_batch(ctx, desc, &p, count, x_off + row0 * x_stride, y_off + row0 * y_stride,
+                              vec, (props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE) != 0);
+    }
+    mtx_unlock(&ctx->launch_lock);
+    return st;
+}

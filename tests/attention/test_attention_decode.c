@@ -1,0 +1,104 @@
+/* Decode-shaped attention: few queries (Sq 1-4) against long key sequences (up to 20000 here,
+ * 65536 with FLASHCL_TEST_LARGE=1), GQA/MQA groups, every dtype, lse on and off. The library
+ * picks the small-tile kernels and split-KV for these on its own; the same shapes also run with
+ * the split count forced (FLASHCL_ATTENTION_SPLITS), including more splits than key tiles. */
+#include "attention_check.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static flashcl_context *g_ctx;
+
+static ta_case decode_case(flashcl_dtype dt, int64_t b, int64_t sq, int64_t sk, int64_t hq,
+                           int64_t hkv, int64_t d)
+{
+    ta_case c;
+    memset(&c, 0, sizeof c);
+    c.dtype = dt;
+    c.batch = b;
+    c.seqlen_q = sq;
+    c.seqlen_k = sk;
+    c.heads_q = hq;
+    c.heads_kv = hkv;
+    c.head_dim = d;
+    c.lse_mode = 1;
+    c.params = ta_default_params();
+    return c;
+}
+
+static void test_decode_auto(void **state)
+{
+    (void)state;
+    /* {B, Sq, Sk, Hq, Hkv, D} */
+    static const int64_t shapes[][6] = {
+        {1, 1, 20000, 8, 1, 128}, {2, 1, 5000, 8, 2, 64},  {1, 2, 3000, 4, 4, 256},
+        {1, 4, 12000, 16, 2, 80}, {3, 1, 777, 6, 3, 96},   {1, 3, 4097, 32, 4, 128},
+        {1, 1, 1, 8, 1, 64},      {1, 1, 65, 2, 1, 16},    {2, 4, 1500, 8, 8, 192},
+    };
+    uint64_t seed = tu_base_seed() + 500;
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        const int64_t *s = shapes[i];
+        ta_case c = decode_case((flashcl_dtype)(i % 3), s[0], s[1],
+                                ta_large() ? s[2] * 3 : s[2], s[3], s[4], s[5]);
+        c.lse_mode = (int)(i % 3);
+        c.params.causal = (int)(i % 2); /* Sq <= Sk: causal hides the last Sq - 1 keys */
+        c.kv_layout = (ta_layout)(i % 4);
+        ta_check(g_ctx, &c, seed++);
+    }
+    if (ta_large()) { /* the benchmark's decode shape */
+        ta_case c = decode_case(FLASHCL_F16, 1, 1, 65536, 32, 4, 128);
+        ta_check(g_ctx, &c, seed++);
+    }
+}
+
+static void test_decode_forced_splits(void **state)
+{
+    (void)state;
+    static const char *const splits[] = {"1", "2", "5", "64", "300"};
+    uint64_t seed = tu_base_seed() + 600;
+    for (int sp = 0; sp < 5; sp++)
+        for (int dt = 0; dt < 3; dt++) {
+            ta_case c = decode_case((flashcl_dtype)dt, 1, 1 + dt, 2500 + 37 * sp, 8, 2,
+                                    dt == 2 ? 160 : 64);
+            c.params.window_left = sp == 3 ? 700 : -1; /* splits left of the window: empty */
+            c.params.softcap = dt == 1 ? 4.0f : 0.0f;
+            c.lse_mode = 1 + sp % 2;
+            setenv("FLASHCL_ATTENTION_SPLITS", splits[sp], 1);
+            ta_check(g_ctx, &c, seed++);
+        }
+    unsetenv("FLASHCL_ATTENTION_SPLITS");
+}
+
+/* Causal with more queries than keys: the top Sq - Sk rows see nothing (zeros, lse -inf), also
+ * when split. */
+static void test_causal_more_queries_than_keys(void **state)
+{
+    (void)state;
+    uint64_t seed = tu_base_seed() + 700;
+    static const int64_t shapes[][2] = {{4, 1}, {4, 3}, {16, 5}, {200, 70}};
+    for (size_t i = 0; i < 4; i++)
+        for (int split = 0; split < 2; split++) {
+            ta_case c = decode_case((flashcl_dtype)((i + (size_t)split) % 3), 2, shapes[i][0],
+                                    shapes[i][1], 4, 1, 32);
+            c.params.causal = 1;
+            c.lse_mode = 1;
+            if (split)
+                setenv("FLASHCL_ATTENTION_SPLITS", "3", 1);
+            ta_check(g_ctx, &c, seed++);
+            unsetenv("FLASHCL_ATTENTION_SPLITS");
+        }
+}
+
+int main(void)
+{
+    g_ctx = tu_context_or_skip();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_decode_auto),
+        cmocka_unit_test(test_decode_forced_splits),
+        cmocka_unit_test(test_causal_more_queries_than_keys),
+    };
+    int failures = cmocka_run_group_tests(tests, NULL, NULL);
+    flashcl_context_destroy(g_ctx);
+    return tu_exit_code(failures);
+}

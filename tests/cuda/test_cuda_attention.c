@@ -1,0 +1,222 @@
+/* The CUDA backend's attention paths, each against host_ref_attention (double): tensor cores
+ * (f16 / bf16, several head_dim paddings, GQA packing, causal bottom-right, window, softcap),
+ * the SIMT kernel (f32, and 16-bit layouts the tensor-core kernel refuses), split-KV decode,
+ * lse, and flashcl_attention_merge of two halves of the keys. The main suite
+ * (FLASHCL_BACKEND=cuda ctest) covers the API at large; this test makes sure each CUDA kernel is
+ * reached. Without a CUDA device it prints "SKIP: ..." and exits 77. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "attention_ref.h"
+#include "flashcl.h"
+#include "host_ref.h"
+
+static flashcl_context *g_ctx;
+
+typedef struct at_case {
+    flashcl_dtype dt;
+    int64_t B, Sq, Sk, Hq, Hkv, D;
+    int causal, window_left, window_right;
+    float softcap;
+    int pad;         /* extra elements per head row (breaks 16-byte alignment when odd) */
+    int with_lse;
+    const char *what;
+} at_case;
+
+/* A packed-but-padded BSHD view: strides [S*H*(D+pad), H*(D+pad), D+pad, 1]. */
+static void bshd(const at_case *c, int64_t S, int64_t H, flashcl_buffer *buf, flashcl_tensor *t,
+                 size_t offset_elems) {
+    const int64_t row = c->D + c->pad;
+    memset(t, 0, sizeof *t);
+    t->buffer = buf, t->dtype = c->dt, t->ndim = 4, t->offset = offset_elems * host_ref_dtype_size(c->dt);
+    t->shape[0] = c->B, t->shape[1] = S, t->shape[2] = H, t->shape[3] = c->D;
+    t->strides[0] = S * H * row, t->strides[1] = H * row, t->strides[2] = row, t->strides[3] = 1;
+}
+
+static size_t elems(const at_case *c, int64_t S, int64_t H) {
+    return (size_t)(c->B * S * H * (c->D + c->pad));
+}
+
+static flashcl_buffer *upload(const void *data, size_t bytes) {
+    flashcl_buffer *b = NULL;
+    assert_int_equal(flashcl_buffer_create(g_ctx, bytes, &b), FLASHCL_SUCCESS);
+    assert_int_equal(flashcl_buffer_write(b, 0, data, bytes), FLASHCL_SUCCESS);
+    return b;
+}
+
+/* Random tensor in [-1, 1), rounded to dtype; f holds the rounded values as floats. */
+static void *random_tensor(const at_case *c, size_t n, float *f, uint64_t *seed) {
+    void *img = calloc(n, host_ref_dtype_size(c->dt));
+    assert_non_null(img);
+    for (size_t i = 0; i < n; i++) {
+        *seed = *seed * 6364136223846793005ull + 1442695040888963407ull;
+        f[i] = host_ref_round(c->dt, (float)((double)(*seed >> 11) / 4503599627370496.0 - 1.0));
+        host_ref_store(c->dt, img, i, f[i]);
+    }
+    return img;
+}
+
+static void check_value(const at_case *c, const char *name, float got, double ref, double e) {
+    float lo = (float)(ref - e), hi = (float)(ref + e);
+    if (ref == -INFINITY ? got == -INFINITY
+                         : host_ref_round(c->dt, lo) <= got && got <= host_ref_round(c->dt, hi))
+        return;
+    fail_msg("%s (%s %lldx%lldx%lldx%lldx%lldx%lld causal %d window %d/%d softcap %g): %s = %.9g, "
+             "reference %.9g",
+             c->what, host_ref_dtype_name(c->dt), (long long)c->B, (long long)c->Sq,
+             (long long)c->Sk, (long long)c->Hq, (long long)c->Hkv, (long long)c->D, c->causal,
+             c->window_left, c->window_right, (double)c->softcap, name, (double)got, ref);
+}
+
+/* Runs the case (optionally as two halves of the keys merged with flashcl_attention_merge) and
+ * compares o and lse with the double reference. */
+static void run_case(const at_case *c, int merge_halves) {
+    const size_t nq = elems(c, c->Sq, c->Hq), nk = elems(c, c->Sk, c->Hkv);
+    const size_t es = host_ref_dtype_size(c->dt), nl = (size_t)(c->B * c->Hq * c->Sq);
+    float *qf = malloc(nq * 4), *kf = malloc(nk * 4), *vf = malloc(nk * 4), *lse = malloc(nl * 4);
+    double *oref = calloc(nq, sizeof *oref), *lref = calloc(nl, sizeof *lref);
+    void *o_img = malloc(nq * es);
+    uint64_t seed = 99;
+    void *qi = random_tensor(c, nq, qf, &seed), *ki = random_tensor(c, nk, kf, &seed),
+         *vi = random_tensor(c, nk, vf, &seed);
+    flashcl_buffer *qb = upload(qi, nq * es), *kb = upload(ki, nk * es), *vb = upload(vi, nk * es);
+    flashcl_buffer *ob = NULL, *lb = NULL;
+    flashcl_tensor q, k, v, o, l;
+    flashcl_attention_params p = {0.0f, c->causal, c->window_left, c->window_right, c->softcap};
+    host_ref_attention_problem pr;
+    int64_t lse_strides[3] = {c->Hq * c->Sq, c->Sq, 1};
+
+    assert_int_equal(flashcl_buffer_create(g_ctx, nq * es, &ob), FLASHCL_SUCCESS);
+    assert_int_equal(flashcl_buffer_create(g_ctx, nl * 4, &lb), FLASHCL_SUCCESS);
+    bshd(c, c->Sq, c->Hq, qb, &q, 0), bshd(c, c->Sk, c->Hkv, kb, &k, 0);
+    bshd(c, c->Sk, c->Hkv, vb, &v, 0), bshd(c, c->Sq, c->Hq, ob, &o, 0);
+    memset(&l, 0, sizeof l);
+    l.buffer = lb, l.dtype = FLASHCL_F32, l.ndim = 3;
+    l.shape[0] = c->B, l.shape[1] = c->Hq, l.shape[2] = c->Sq;
+    memcpy(l.strides, lse_strides, sizeof lse_strides);
+
+    if (!merge_halves) {
+        flashcl_status st = flashcl_attention_forward(g_ctx, &p, &q, &k, &v, &o, c->with_lse ? &l : NULL);
+        if (st != FLASHCL_SUCCESS) fail_msg("%s: %s", c->what, flashcl_last_error());
+    } else { /* keys [0, half) and [half, Sk) separately, each with its lse, then merged */
+        const int64_t half = c->Sk / 2;
+        flashcl_buffer *parts_o = NULL, *parts_l = NULL;
+        flashcl_tensor po[2], pl[2];
+        void *po_img = malloc(2 * nq * es);
+        float *po_f = malloc(2 * nq * 4), *pl_f = malloc(2 * nl * 4);
+        const float *o_parts[2], *l_parts[2];
+        assert_int_equal(flashcl_buffer_create(g_ctx, 2 * nq * es, &parts_o), FLASHCL_SUCCESS);
+        assert_int_equal(flashcl_buffer_create(g_ctx, 2 * nl * 4, &parts_l), FLASHCL_SUCCESS);
+        for (int h = 0; h < 2; h++) {
+            flashcl_tensor kh = k, vh = v;
+            bshd(c, c->Sq, c->Hq, parts_o, &po[h], (size_t)h * nq);
+            pl[h] = l, pl[h].buffer = parts_l, pl[h].offset = (size_t)h * nl * 4;
+            kh.shape[1] = vh.shape[1] = h ? c->Sk - half : half;
+            kh.offset = vh.offset = (size_t)(h ? half : 0) * (size_t)k.strides[1] * es;
+            if (flashcl_attention_forward(g_ctx, &p, &q, &kh, &vh, &po[h], &pl[h]) != FLASHCL_SUCCESS)
+                fail_msg("%s, half %d: %s", c->what, h, flashcl_last_error());
+        }
+        if (flashcl_attention_merge(g_ctx, 2, po, pl, &o, c->with_lse ? &l : NULL) != FLASHCL_SUCCESS)
+            fail_msg("merge: %s", flashcl_last_error());
+        /* The oracle merges the partials the device produced (their 16-bit rounding included). */
+        assert_int_equal(flashcl_buffer_read(parts_o, 0, po_img, 2 * nq * es), FLASHCL_SUCCESS);
+        assert_int_equal(flashcl_buffer_read(parts_l, 0, pl_f, 2 * nl * 4), FLASHCL_SUCCESS);
+        for (size_t i = 0; i < 2 * nq; i++) po_f[i] = host_ref_load(c->dt, po_img, i);
+        o_parts[0] = po_f, o_parts[1] = po_f + nq, l_parts[0] = pl_f, l_parts[1] = pl_f + nl;
+        host_ref_attention_merge(c->B, c->Sq, c->Hq, c->D, 2, o_parts, q.strides, l_parts,
+                                 lse_strides, oref, lref);
+        flashcl_buffer_destroy(parts_o);
+        flashcl_buffer_destroy(parts_l);
+        free(po_img), free(po_f), free(pl_f);
+    }
+    assert_int_equal(flashcl_buffer_read(ob, 0, o_img, nq * es), FLASHCL_SUCCESS);
+    if (c->with_lse) assert_int_equal(flashcl_buffer_read(lb, 0, lse, nl * 4), FLASHCL_SUCCESS);
+
+    if (!merge_halves) {
+        memset(&pr, 0, sizeof pr);
+        pr.batch = c->B, pr.seqlen_q = c->Sq, pr.seqlen_k = c->Sk, pr.heads_q = c->Hq;
+        pr.heads_kv = c->Hkv, pr.head_dim = c->D;
+        memcpy(pr.q_strides, q.strides, sizeof pr.q_strides);
+        memcpy(pr.k_strides, k.strides, sizeof pr.k_strides);
+        memcpy(pr.v_strides, v.strides, sizeof pr.v_strides);
+        pr.scale = (double)(1.0f / sqrtf((float)c->D)); /* the library's default, in f32 */
+        pr.causal = c->causal, pr.window_left = c->window_left, pr.window_right = c->window_right;
+        pr.softcap = c->softcap;
+        host_ref_attention(&pr, qf, kf, vf, oref, q.strides, lref, lse_strides);
+    }
+    for (size_t i = 0; i < nq; i++) {
+        if ((int64_t)(i % (size_t)(c->D + c->pad)) >= c->D) continue; /* padding */
+        check_value(c, "o", host_ref_load(c->dt, o_img, i), oref[i], 4e-5 + 4e-5 * fabs(oref[i]));
+    }
+    if (c->with_lse) {
+        at_case f32 = *c;
+        f32.dt = FLASHCL_F32;
+        for (size_t i = 0; i < nl; i++)
+            check_value(&f32, "lse", lse[i], lref[i], 4e-5 + 2e-6 * fabs(lref[i]));
+    }
+    flashcl_buffer_destroy(qb), flashcl_buffer_destroy(kb), flashcl_buffer_destroy(vb);
+    flashcl_buffer_destroy(ob), flashcl_buffer_destroy(lb);
+    free(qf), free(kf), free(vf), free(lse), free(oref), free(lref), free(o_img);
+    free(qi), free(ki), free(vi);
+}
+
+static void test_forward_paths(void **state) {
+    static const at_case cases[] = {
+        /* dt, B, Sq, Sk, Hq, Hkv, D, causal, wl, wr, softcap, pad, lse, what */
+        {FLASHCL_F16, 2, 37, 100, 4, 2, 64, 1, -1, -1, 0, 0, 1, "tensor cores d64, causal Sq<Sk"},
+        {FLASHCL_BF16, 1, 130, 70, 2, 2, 128, 1, -1, -1, 0, 0, 1, "tensor cores d128, Sq>Sk"},
+        {FLASHCL_F16, 1, 65, 200, 3, 1, 32, 0, 20, 5, 0, 0, 1, "tensor cores d32, window, MQA"},
+        {FLASHCL_BF16, 1, 33, 90, 2, 1, 72, 0, -1, -1, 30.0f, 0, 1, "tensor cores d96 pad, softcap"},
+        {FLASHCL_F16, 1, 20, 64, 2, 2, 256, 1, 16, -1, 0, 0, 1, "tensor cores d256, causal window"},
+        {FLASHCL_BF16, 1, 9, 40, 2, 1, 192, 0, -1, -1, 0, 0, 0, "tensor cores d192"},
+        {FLASHCL_BF16, 2, 1, 3000, 8, 2, 128, 0, -1, -1, 0, 0, 1, "split-KV decode"},
+        {FLASHCL_F16, 1, 4, 2500, 4, 4, 64, 1, -1, -1, 0, 0, 1, "split-KV causal decode"},
+        {FLASHCL_F32, 2, 21, 50, 4, 2, 40, 1, -1, -1, 0, 0, 1, "SIMT f32"},
+        {FLASHCL_F32, 1, 5, 700, 2, 1, 256, 0, 100, 100, 10.0f, 0, 1, "SIMT f32 d256 split"},
+        {FLASHCL_F16, 1, 17, 33, 2, 1, 20, 0, -1, -1, 0, 0, 1, "SIMT fallback: D % 8 != 0"},
+        {FLASHCL_BF16, 1, 17, 33, 2, 2, 64, 1, -1, -1, 0, 3, 1, "SIMT fallback: unaligned rows"},
+        {FLASHCL_F16, 1, 8, 8, 1, 1, 64, 1, 0, -1, 0, 0, 1, "window 0: diagonal only"},
+        {FLASHCL_BF16, 1, 12, 4, 1, 1, 64, 1, -1, -1, 0, 0, 1, "rows with no visible key"},
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(&cases[i], 0);
+}
+
+static void test_merge_of_halves(void **state) {
+    static const at_case cases[] = {
+        {FLASHCL_F16, 1, 5, 300, 4, 2, 64, 0, -1, -1, 0, 0, 1, "merge f16"},
+        {FLASHCL_F32, 2, 3, 77, 2, 1, 24, 0, -1, -1, 0, 0, 0, "merge f32, no lse"},
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(&cases[i], 1);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_forward_paths),
+        cmocka_unit_test(test_merge_of_halves),
+    };
+    flashcl_context_options o = {FLASHCL_BACKEND_CUDA, -1, NULL, ""};
+    flashcl_status st;
+    int failures;
+    unsetenv("FLASHCL_BACKEND");
+    unsetenv("FLASHCL_DEVICE");
+    st = flashcl_context_create(&o, &g_ctx);
+    if (st == FLASHCL_DEVICE_NOT_FOUND) {
+        printf("SKIP: no CUDA device: %s\n", flashcl_last_error());
+        return 77;
+    }
+    if (st != FLASHCL_SUCCESS) {
+        fprintf(stderr, "flashcl_context_create(CUDA): %s\n", flashcl_last_error());
+        return 1;
+    }
+    failures = cmocka_run_group_tests(tests, NULL, NULL);
+    flashcl_context_destroy(g_ctx);
+    return failures == 77 ? 1 : failures;
+}

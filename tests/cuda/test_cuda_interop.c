@@ -1,0 +1,348 @@
+/* CUDA interop: softmax on caller-owned device memory. The test allocates with the driver API
+ * itself (dlopen, tests/cuda/cuda_driver.h), uploads with cuMemcpyHtoD, wraps the memory with
+ * flashcl_buffer_wrap_cuda, runs flashcl_softmax on a stream of its own set with
+ * flashcl_context_set_cuda_stream, waits on that stream, downloads with cuMemcpyDtoH and checks
+ * every element against host_ref. Without a CUDA device it prints "SKIP: ..." and exits 77. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "cuda_driver.h"
+#include "flashcl.h"
+#include "flashcl_cuda.h"
+#include "host_ref.h"
+
+static td_api cu;
+static td_device g_device;
+static td_context g_primary;   /* the device's primary context: the one flashcl uses */
+static td_stream g_stream;     /* the test's own stream, handed to flashcl */
+static flashcl_context *g_ctx;
+
+/* ---- driver helpers (every call checked) ----------------------------------------------------- */
+
+static void push(void) { assert_int_equal(cu.CtxPushCurrent(g_primary), 0); }
+static void pop(void) {
+    td_context c;
+    assert_int_equal(cu.CtxPopCurrent(&c), 0);
+}
+
+static td_deviceptr device_alloc(size_t bytes) {
+    td_deviceptr p = 0;
+    push();
+    assert_int_equal(cu.MemAlloc(&p, bytes), 0);
+    pop();
+    return p;
+}
+
+static void device_free(td_deviceptr p) {
+    push();
+    assert_int_equal(cu.MemFree(p), 0); /* fails if flashcl freed it */
+    pop();
+}
+
+static void upload(td_deviceptr dst, const void *src, size_t bytes) {
+    push();
+    assert_int_equal(cu.MemcpyHtoD(dst, src, bytes), 0);
+    pop();
+}
+
+static void download(void *dst, td_deviceptr src, size_t bytes) {
+    push();
+    assert_int_equal(cu.MemcpyDtoH(dst, src, bytes), 0);
+    pop();
+}
+
+static flashcl_buffer *wrap(td_deviceptr p, size_t bytes) {
+    flashcl_buffer *b = NULL;
+    flashcl_status st = flashcl_buffer_wrap_cuda(g_ctx, (void *)(uintptr_t)p, bytes, &b);
+    if (st != FLASHCL_SUCCESS) fail_msg("flashcl_buffer_wrap_cuda: %s", flashcl_last_error());
+    return b;
+}
+
+/* ---- checking: the stored value must be the dtype's rounding of some real within the f32
+ * tolerance of the double reference (the rule of tests/test_util.h) ---------------------------- */
+
+static float bound(double v, int up) {
+    float f = (float)v;
+    if (up && (double)f < v) f = nextafterf(f, INFINITY);
+    if (!up && (double)f > v) f = nextafterf(f, -INFINITY);
+    return f;
+}
+
+static int value_ok(flashcl_dtype dt, float got, double ref, int log) {
+    double e = log ? 1e-5 + ldexp(fabs(ref), -20) : 1e-5 * fabs(ref) + 1e-20;
+    if (isnan(ref)) return isnan(got);
+    if (isinf(ref)) return got == ref;
+    if (ref == 0.0) return got == 0.0f;
+    return host_ref_round(dt, bound(ref - e, 0)) <= got && got <= host_ref_round(dt, bound(ref + e, 1));
+}
+
+/* ---- one softmax case on wrapped memory ------------------------------------------------------ */
+
+typedef struct sm_case {
+    flashcl_dtype xt, yt;
+    int64_t rows, cols, pad; /* row stride = cols + pad, for x and y */
+    size_t offset;           /* view offset in elements (1: rows not 16-byte aligned) */
+    float scale;
+    int log, in_place, special;
+    flashcl_softmax_variant variant;
+} sm_case;
+
+/* Row r of the input: random in [-8, 8), or with `special` rows of torch's special cases. */
+static void fill_row(float *row, int64_t cols, int64_t r, int special, uint64_t *seed) {
+    for (int64_t j = 0; j < cols; j++) {
+        *seed = *seed * 6364136223846793005ull + 1442695040888963407ull;
+        row[j] = (float)((double)(*seed >> 11) / 9007199254740992.0 * 16.0 - 8.0);
+    }
+    if (!special) return;
+    switch (r % 7) {
+    case 1: for (int64_t j = 1; j < cols; j += 3) row[j] = -INFINITY; break;
+    case 2: for (int64_t j = 0; j < cols; j++) row[j] = -INFINITY; break;
+    case 3: row[cols / 2] = NAN; break;
+    case 4: row[cols - 1] = INFINITY; break;
+    case 5: for (int64_t j = 0; j < cols; j++) row[j] = (j % 2 ? -0.75f : 0.5f) * 1e30f; break;
+    case 6: for (int64_t j = 0; j < cols; j++) row[j] = 1000.0f + row[j] / 8.0f; break;
+    default: break;
+    }
+}
+
+static void run_case(const sm_case *c) {
+    const size_t xs = host_ref_dtype_size(c->xt), ys = host_ref_dtype_size(c->yt);
+    const int64_t stride = c->cols + c->pad;
+    const size_t elems = c->offset + (size_t)(stride * (c->rows - 1) + c->cols);
+    unsigned char *x_host = malloc(elems * xs), *y_host = malloc(elems * ys);
+    float *row = malloc((size_t)c->cols * sizeof *row);
+    double *ref = malloc((size_t)c->cols * sizeof *ref);
+    uint64_t seed = 12345;
+    td_deviceptr x_dev, y_dev = 0;
+    flashcl_buffer *xb, *yb;
+    flashcl_tensor x, y;
+    flashcl_softmax_params params = {c->scale, c->log, c->variant};
+    flashcl_status st;
+    assert_non_null(x_host);
+    assert_non_null(y_host);
+    memset(x_host, 0x7f, elems * xs); /* padding: huge values a stray read would show */
+    for (int64_t r = 0; r < c->rows; r++) {
+        fill_row(row, c->cols, r, c->special, &seed);
+        for (int64_t j = 0; j < c->cols; j++)
+            host_ref_store(c->xt, x_host, c->offset + (size_t)(r * stride + j), row[j]);
+    }
+    x_dev = device_alloc(elems * xs);
+    upload(x_dev, x_host, elems * xs);
+    xb = wrap(x_dev, elems * xs);
+    yb = xb;
+    if (!c->in_place) {
+        y_dev = device_alloc(elems * ys);
+        yb = wrap(y_dev, elems * ys);
+    }
+    memset(&x, 0, sizeof x);
+    x.buffer = xb, x.offset = c->offset * xs, x.dtype = c->xt, x.ndim = 2;
+    x.shape[0] = c->rows, x.shape[1] = c->cols, x.strides[0] = stride, x.strides[1] = 1;
+    y = x;
+    y.buffer = yb, y.dtype = c->yt, y.offset = c->offset * ys;
+
+    st = flashcl_softmax(g_ctx, &params, &x, &y);
+    if (st != FLASHCL_SUCCESS) fail_msg("flashcl_softmax: %s", flashcl_last_error());
+    /* flashcl ran on the test's stream: waiting on it, not on flashcl, must be enough. */
+    assert_int_equal(cu.StreamSynchronize(g_stream), 0);
+    flashcl_buffer_destroy(xb);
+    if (!c->in_place) flashcl_buffer_destroy(yb);
+    download(y_host, c->in_place ? x_dev : y_dev, elems * ys);
+
+    for (int64_t r = 0; r < c->rows; r++) {
+        for (int64_t j = 0; j < c->cols; j++)
+            row[j] = host_ref_load(c->xt, x_host, c->offset + (size_t)(r * stride + j));
+        host_ref_softmax_row(row, ref, c->cols, c->scale, c->log);
+        for (int64_t j = 0; j < c->cols; j++) {
+            float got = host_ref_load(c->yt, y_host, c->offset + (size_t)(r * stride + j));
+            if (!value_ok(c->yt, got, ref[j], c->log))
+                fail_msg("%s->%s %lldx%lld variant %d log %d: y[%lld][%lld] = %.9g, reference %.9g",
+                         host_ref_dtype_name(c->xt), host_ref_dtype_name(c->yt),
+                         (long long)c->rows, (long long)c->cols, (int)c->variant, c->log,
+                         (long long)r, (long long)j, (double)got, ref[j]);
+        }
+    }
+    device_free(x_dev); /* the buffers are gone; the memory must still be the test's */
+    if (!c->in_place) device_free(y_dev);
+    free(x_host), free(y_host), free(row), free(ref);
+}
+
+/* ---- tests ------------------------------------------------------------------------------------ */
+
+static void test_device_info(void **state) {
+    flashcl_device_info info;
+    int from_cache = 0;
+    double seconds = -1;
+    (void)state;
+    assert_int_equal(flashcl_context_device(g_ctx, &info), FLASHCL_SUCCESS);
+    assert_int_equal(info.backend, FLASHCL_BACKEND_CUDA);
+    assert_string_equal(info.vendor, "NVIDIA");
+    assert_string_equal(info.platform, "CUDA");
+    assert_int_equal(info.subgroup_size, 32);
+    assert_true(info.compute_units > 0 && info.global_mem_bytes > 0 && info.local_mem_bytes > 0);
+    assert_int_equal(flashcl_context_build_info(g_ctx, &from_cache, &seconds), FLASHCL_SUCCESS);
+    assert_int_equal(from_cache, 1); /* ahead-of-time fatbinary: nothing compiled */
+    assert_true(seconds >= 0);
+}
+
+static void test_softmax_on_wrapped_memory(void **state) {
+    static const sm_case cases[] = {
+        /* xt, yt, rows, cols, pad, offset, scale, log, in_place, special, variant */
+        {FLASHCL_F32, FLASHCL_F32, 37, 1000, 0, 0, 1.0f, 0, 0, 0, FLASHCL_SOFTMAX_AUTO},
+        {FLASHCL_F32, FLASHCL_F32, 14, 777, 3, 1, 0.5f, 1, 0, 1, FLASHCL_SOFTMAX_AUTO},
+        {FLASHCL_F16, FLASHCL_BF16, 64, 4096, 8, 0, 0.125f, 1, 0, 0, FLASHCL_SOFTMAX_AUTO},
+        {FLASHCL_BF16, FLASHCL_F32, 129, 33, 0, 0, 1.0f, 0, 0, 1, FLASHCL_SOFTMAX_AUTO},
+        {FLASHCL_F16, FLASHCL_F16, 100, 2048, 0, 0, 1.0f, 0, 1, 1, FLASHCL_SOFTMAX_AUTO},
+        {FLASHCL_F32, FLASHCL_F16, 7, 1, 0, 0, 1.0f, 0, 0, 0, FLASHCL_SOFTMAX_AUTO},
+        {FLASHCL_F32, FLASHCL_F32, 5, 40000, 0, 0, 1.0f, 0, 0, 1, FLASHCL_SOFTMAX_AUTO},
+        {FLASHCL_F32, FLASHCL_F32, 9, 30000, 0, 0, 1.0f, 1, 0, 1, FLASHCL_SOFTMAX_ROW_IN_REGISTERS},
+        {FLASHCL_BF16, FLASHCL_F16, 3, 100000, 5, 3, 2.0f, 0, 0, 1, FLASHCL_SOFTMAX_ONLINE_CHUNKED},
+        {FLASHCL_F32, FLASHCL_BF16, 4, 70001, 0, 0, 1.0f, 1, 0, 1, FLASHCL_SOFTMAX_SPLIT_ROW},
+        {FLASHCL_F16, FLASHCL_F32, 2, 3000000, 0, 0, 1.0f, 0, 0, 0, FLASHCL_SOFTMAX_SPLIT_ROW},
+        {FLASHCL_F32, FLASHCL_F32, 300, 50, 0, 0, -1.0f, 0, 1, 1, FLASHCL_SOFTMAX_SPLIT_ROW},
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(&cases[i]);
+}
+
+static void test_forced_registers_unsupported_for_long_rows(void **state) {
+    flashcl_buffer *b = NULL;
+    flashcl_tensor x;
+    flashcl_softmax_params p = {1.0f, 0, FLASHCL_SOFTMAX_ROW_IN_REGISTERS};
+    (void)state;
+    assert_int_equal(flashcl_buffer_create(g_ctx, 4 * 65536, &b), FLASHCL_SUCCESS);
+    assert_non_null(flashcl_buffer_cuda_ptr(b));
+    memset(&x, 0, sizeof x);
+    x.buffer = b, x.dtype = FLASHCL_F32, x.ndim = 2;
+    x.shape[0] = 1, x.shape[1] = 65536, x.strides[0] = 65536, x.strides[1] = 1;
+    assert_int_equal(flashcl_softmax(g_ctx, &p, &x, &x), FLASHCL_UNSUPPORTED);
+    assert_true(strlen(flashcl_last_error()) > 0);
+    flashcl_buffer_destroy(b);
+}
+
+static void test_wrap_rejects_bad_memory(void **state) {
+    flashcl_buffer *b = NULL;
+    static float host_memory[64];
+    td_deviceptr p = device_alloc(4096);
+    (void)state;
+    assert_int_equal(flashcl_buffer_wrap_cuda(g_ctx, host_memory, sizeof host_memory, &b),
+                     FLASHCL_INVALID_ARGUMENT);
+    assert_int_equal(flashcl_buffer_wrap_cuda(g_ctx, (void *)(uintptr_t)p, 8192, &b),
+                     FLASHCL_INVALID_ARGUMENT); /* past the allocation */
+    assert_int_equal(flashcl_buffer_wrap_cuda(g_ctx, NULL, 16, &b), FLASHCL_INVALID_ARGUMENT);
+    assert_int_equal(flashcl_buffer_wrap_cuda(g_ctx, (void *)(uintptr_t)p, 0, &b),
+                     FLASHCL_INVALID_ARGUMENT);
+    assert_null(b);
+    /* Inside the allocation, at an offset: fine; the pointer comes back unchanged. */
+    assert_int_equal(flashcl_buffer_wrap_cuda(g_ctx, (void *)(uintptr_t)(p + 1024), 3072, &b),
+                     FLASHCL_SUCCESS);
+    assert_ptr_equal(flashcl_buffer_cuda_ptr(b), (void *)(uintptr_t)(p + 1024));
+    assert_int_equal(flashcl_buffer_size(b), 3072);
+    flashcl_buffer_destroy(b);
+    device_free(p);
+}
+
+/* Back to flashcl's own stream, and onto the legacy default stream: reads and writes through
+ * flashcl stay ordered with its work on each. */
+static void test_stream_switching(void **state) {
+    float in[256], out[256];
+    flashcl_buffer *b = NULL;
+    void *const streams[] = {NULL, FLASHCL_CUDA_STREAM_LEGACY, g_stream};
+    (void)state;
+    for (int i = 0; i < 256; i++) in[i] = (float)i;
+    assert_int_equal(flashcl_buffer_create(g_ctx, sizeof in, &b), FLASHCL_SUCCESS);
+    for (size_t s = 0; s < 3; s++) {
+        assert_int_equal(flashcl_context_set_cuda_stream(g_ctx, streams[s]), FLASHCL_SUCCESS);
+        assert_int_equal(flashcl_buffer_write(b, 0, in, sizeof in), FLASHCL_SUCCESS);
+        memset(out, 0, sizeof out);
+        assert_int_equal(flashcl_buffer_read(b, 0, out, sizeof out), FLASHCL_SUCCESS);
+        assert_memory_equal(in, out, sizeof in);
+        assert_int_equal(flashcl_finish(g_ctx), FLASHCL_SUCCESS);
+    }
+    flashcl_buffer_destroy(b);
+}
+
+/* ---- setup ------------------------------------------------------------------------------------ */
+
+/* flashcl's first CUDA device, and the test's handles for the same device. */
+static int setup(void) {
+    char why[256];
+    size_t n = 0;
+    flashcl_device_info info[64];
+    flashcl_context_options o = {FLASHCL_BACKEND_CUDA, -1, NULL, ""};
+    flashcl_buffer *probe = NULL;
+    int ordinal = -1;
+    flashcl_status st;
+    unsetenv("FLASHCL_BACKEND"); /* this test chooses its device itself */
+    unsetenv("FLASHCL_DEVICE");
+    if (!td_load(&cu, why, sizeof why)) {
+        printf("SKIP: %s\n", why);
+        return 0;
+    }
+    st = flashcl_list_devices(info, 64, &n);
+    if (st != FLASHCL_SUCCESS) {
+        fprintf(stderr, "flashcl_list_devices: %s\n", flashcl_last_error());
+        exit(1);
+    }
+    st = flashcl_context_create(&o, &g_ctx);
+    if (st == FLASHCL_DEVICE_NOT_FOUND) {
+        printf("SKIP: no CUDA device for flashcl: %s\n", flashcl_last_error());
+        return 0;
+    }
+    if (st != FLASHCL_SUCCESS) {
+        fprintf(stderr, "flashcl_context_create(CUDA): %s\n", flashcl_last_error());
+        exit(1);
+    }
+    /* Which CUDA ordinal flashcl chose: ask the driver about memory flashcl allocated. */
+    if (flashcl_buffer_create(g_ctx, 256, &probe) != FLASHCL_SUCCESS ||
+        cu.PointerGetAttribute(&ordinal, TD_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                               (td_deviceptr)(uintptr_t)flashcl_buffer_cuda_ptr(probe)) != 0 ||
+        cu.DeviceGet(&g_device, ordinal) != 0 ||
+        cu.DevicePrimaryCtxRetain(&g_primary, g_device) != 0) {
+        fprintf(stderr, "cannot find the device of flashcl's context: %s\n", flashcl_last_error());
+        exit(1);
+    }
+    flashcl_buffer_destroy(probe);
+    if (cu.CtxPushCurrent(g_primary) != 0 || cu.StreamCreate(&g_stream, TD_STREAM_NON_BLOCKING) != 0) {
+        fprintf(stderr, "cuStreamCreate failed\n");
+        exit(1);
+    }
+    {
+        td_context c;
+        cu.CtxPopCurrent(&c);
+    }
+    if (flashcl_context_set_cuda_stream(g_ctx, g_stream) != FLASHCL_SUCCESS) {
+        fprintf(stderr, "flashcl_context_set_cuda_stream: %s\n", flashcl_last_error());
+        exit(1);
+    }
+    printf("device: CUDA ordinal %d\n", ordinal);
+    return 1;
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_device_info),
+        cmocka_unit_test(test_softmax_on_wrapped_memory),
+        cmocka_unit_test(test_forced_registers_unsupported_for_long_rows),
+        cmocka_unit_test(test_wrap_rejects_bad_memory),
+        cmocka_unit_test(test_stream_switching),
+    };
+    int failures;
+    if (!setup()) return 77;
+    failures = cmocka_run_group_tests(tests, NULL, NULL);
+    flashcl_context_set_cuda_stream(g_ctx, NULL);
+    flashcl_context_destroy(g_ctx);
+    cu.CtxPushCurrent(g_primary);
+    cu.StreamDestroy(g_stream);
+    {
+        td_context c;
+        cu.CtxPopCurrent(&c);
+    }
+    cu.DevicePrimaryCtxRelease(g_device);
+    return failures == 77 ? 1 : failures;
+}

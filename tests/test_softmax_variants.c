@@ -1,0 +1,119 @@
+/* Every softmax variant forced through params.variant: ROW_IN_REGISTERS, ONLINE_CHUNKED and
+ * SPLIT_ROW x all 9 dtype pairs x cols in {1, 2, 3, 127, 1000, 1023, 1025, 4097, 65537,
+ * 1<<20} x rows {1, 3, 17} (at most 1.2M elements a case: 1<<20 runs with one row; two rows
+ * for three of the pairs), layouts and special rows drawn at random per case as in
+ * test_softmax_auto. A forced variant may return FLASHCL_UNSUPPORTED only for
+ * ROW_IN_REGISTERS with cols > 4096, and must then leave the output untouched; any other
+ * UNSUPPORTED fails. */
+#include "test_util.h"
+
+static flashcl_context *g_ctx;
+
+static const int64_t k_cols[] = {1, 2, 3, 127, 1000, 1023, 1025, 4097, 65537, 1 << 20};
+static const int64_t k_rows[] = {1, 3, 17};
+#define ELEM_BUDGET ((int64_t)1200000)
+
+static void run_variant(flashcl_softmax_variant v)
+{
+    int n = 0, unsupported = 0;
+    for (int pair = 0; pair < 9; pair++) {
+        for (size_t ci = 0; ci < sizeof k_cols / sizeof k_cols[0]; ci++) {
+            for (size_t ri = 0; ri < sizeof k_rows / sizeof k_rows[0]; ri++) {
+                int64_t cols = k_cols[ci], rows = k_rows[ri];
+                if (rows * cols > ELEM_BUDGET)
+                    continue;
+                uint64_t seed = tu_base_seed() ^ ((uint64_t)v << 56) ^ ((uint64_t)pair << 48) ^
+                                ((uint64_t)ci << 40) ^ ((uint64_t)ri << 32);
+                tu_rng rng;
+                tu_rng_seed(&rng, seed);
+                tu_softmax_case c = {0};
+                c.xt = tu_pairs[pair][0];
+                c.yt = tu_pairs[pair][1];
+                c.rows = rows;
+                c.cols = cols;
+                c.variant = v;
+                c.allow_unsupported = v == FLASHCL_SOFTMAX_ROW_IN_REGISTERS && cols > 4096;
+                tu_randomize_layout(&c, &rng);
+                if (tu_softmax_check(g_ctx, &c, seed, NULL) == FLASHCL_UNSUPPORTED)
+                    unsupported++;
+                n++;
+            }
+        }
+        if (pair % 4 == 0) {
+            /* two long rows */
+            tu_softmax_case c = {0};
+            c.xt = tu_pairs[pair][0];
+            c.yt = tu_pairs[pair][1];
+            c.rows = 2;
+            c.cols = 1 << 20;
+            c.variant = v;
+            c.allow_unsupported = v == FLASHCL_SOFTMAX_ROW_IN_REGISTERS;
+            c.x_pad = 1;
+            c.log = pair == 4;
+            c.scale = -1.5f;
+            if (tu_softmax_check(g_ctx, &c, tu_base_seed() + (uint64_t)pair, NULL) ==
+                FLASHCL_UNSUPPORTED)
+                unsupported++;
+            n++;
+        }
+    }
+    print_message("  %d cases, %d unsupported\n", n, unsupported);
+}
+
+static void test_row_in_registers(void **state)
+{
+    (void)state;
+    run_variant(FLASHCL_SOFTMAX_ROW_IN_REGISTERS);
+}
+
+static void test_online_chunked(void **state)
+{
+    (void)state;
+    run_variant(FLASHCL_SOFTMAX_ONLINE_CHUNKED);
+}
+
+static void test_split_row(void **state)
+{
+    (void)state;
+    run_variant(FLASHCL_SOFTMAX_SPLIT_ROW);
+}
+
+/* Many rows through the variants meant for few long rows, and the reverse. */
+static void test_unusual_shapes(void **state)
+{
+    (void)state;
+    const flashcl_softmax_variant vs[3] = {FLASHCL_SOFTMAX_ROW_IN_REGISTERS,
+                                           FLASHCL_SOFTMAX_ONLINE_CHUNKED,
+                                           FLASHCL_SOFTMAX_SPLIT_ROW};
+    const int64_t shapes[][2] = {{300, 1000}, {2000, 33}, {20000, 2}, {5, 4096}, {64, 8192}};
+    for (int vi = 0; vi < 3; vi++) {
+        for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+            tu_softmax_case c = {0};
+            c.xt = si % 2 ? FLASHCL_BF16 : FLASHCL_F32;
+            c.yt = si % 3 ? FLASHCL_F16 : FLASHCL_F32;
+            c.rows = shapes[si][0];
+            c.cols = shapes[si][1];
+            c.variant = vs[vi];
+            c.allow_unsupported = vs[vi] == FLASHCL_SOFTMAX_ROW_IN_REGISTERS && c.cols > 4096;
+            c.special = 1;
+            c.y_pad = 1;
+            c.scale = 0.37f;
+            c.log = (int)si % 2;
+            tu_softmax_check(g_ctx, &c, tu_base_seed() + (uint64_t)(vi * 16 + (int)si), NULL);
+        }
+    }
+}
+
+int main(void)
+{
+    g_ctx = tu_context_or_skip();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_row_in_registers),
+        cmocka_unit_test(test_online_chunked),
+        cmocka_unit_test(test_split_row),
+        cmocka_unit_test(test_unusual_shapes),
+    };
+    int failures = cmocka_run_group_tests(tests, NULL, NULL);
+    flashcl_context_destroy(g_ctx);
+    return tu_exit_code(failures);
+}
