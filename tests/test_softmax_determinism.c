@@ -23,8 +23,8 @@ static void run_variant(int vi)
             c.rows = k_shapes[si][0];
             c.cols = k_shapes[si][1];
             c.variant = k_variants[vi];
-            c.allow_unsupported =
-                k_variants[vi] == FLASHCL_SOFTMAX_ROW_IN_REGISTERS && c.cols > 4096;
+            c.allow_unsupported = k_variants[vi] == FLASHCL_SOFTMAX_ROW_IN_REGISTERS &&
+                                  c.cols > TU_RIR_GUARANTEED_COLS;
             c.log = (int)si % 2;
             c.scale = pi ? 0.37f : 0.0f;
             c.special = (int)si % 3 == 0;

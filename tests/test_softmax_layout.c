@@ -31,7 +31,8 @@ static void run_shape(int64_t cols)
             c.log = sl / 3;
             c.special = combo % 3 == 0;
             c.kind_offset = combo;
-            tu_softmax_check(g_ctx, &c, tu_base_seed() + (uint64_t)(cols * 1000 + pair * 16 + combo), NULL);
+            tu_softmax_check(g_ctx, &c,
+                             tu_base_seed() + (uint64_t)(cols * 1000 + pair * 16 + combo), NULL);
             n++;
         }
         if (tu_pairs[pair][0] != tu_pairs[pair][1])
@@ -49,7 +50,9 @@ static void run_shape(int64_t cols)
             c.tail = combo % 3 ? 0 : 8;
             c.special = combo % 2;
             c.kind_offset = combo;
-            tu_softmax_check(g_ctx, &c, tu_base_seed() + 7 + (uint64_t)(cols * 1000 + pair * 24 + combo), NULL);
+            tu_softmax_check(g_ctx, &c,
+                             tu_base_seed() + 7 + (uint64_t)(cols * 1000 + pair * 24 + combo),
+                             NULL);
             n++;
         }
     }

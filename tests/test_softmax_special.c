@@ -33,8 +33,8 @@ static void run_variant(int vi)
                 c.rows = TU_ROW_KIND_COUNT;
                 c.cols = k_cols[ci];
                 c.variant = k_variants[vi];
-                c.allow_unsupported =
-                    k_variants[vi] == FLASHCL_SOFTMAX_ROW_IN_REGISTERS && c.cols > 4096;
+                c.allow_unsupported = k_variants[vi] == FLASHCL_SOFTMAX_ROW_IN_REGISTERS &&
+                                      c.cols > TU_RIR_GUARANTEED_COLS;
                 c.special = 1;
                 c.kind_offset = 0;
                 c.scale = k_sl[s].scale;

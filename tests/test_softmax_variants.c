@@ -3,8 +3,8 @@
  * 1<<20} x rows {1, 3, 17} (at most 1.2M elements a case: 1<<20 runs with one row; two rows
  * for three of the pairs), layouts and special rows drawn at random per case as in
  * test_softmax_auto. A forced variant may return FLASHCL_UNSUPPORTED only for
- * ROW_IN_REGISTERS with cols > 4096, and must then leave the output untouched; any other
- * UNSUPPORTED fails. */
+ * ROW_IN_REGISTERS with cols > TU_RIR_GUARANTEED_COLS (test_util.h), and must then leave the
+ * output untouched; any other UNSUPPORTED fails. */
 #include "test_util.h"
 
 static flashcl_context *g_ctx;
@@ -32,7 +32,8 @@ static void run_variant(flashcl_softmax_variant v)
                 c.rows = rows;
                 c.cols = cols;
                 c.variant = v;
-                c.allow_unsupported = v == FLASHCL_SOFTMAX_ROW_IN_REGISTERS && cols > 4096;
+                c.allow_unsupported =
+                    v == FLASHCL_SOFTMAX_ROW_IN_REGISTERS && cols > TU_RIR_GUARANTEED_COLS;
                 tu_randomize_layout(&c, &rng);
                 if (tu_softmax_check(g_ctx, &c, seed, NULL) == FLASHCL_UNSUPPORTED)
                     unsupported++;
@@ -94,7 +95,8 @@ static void test_unusual_shapes(void **state)
             c.rows = shapes[si][0];
             c.cols = shapes[si][1];
             c.variant = vs[vi];
-            c.allow_unsupported = vs[vi] == FLASHCL_SOFTMAX_ROW_IN_REGISTERS && c.cols > 4096;
+            c.allow_unsupported =
+                vs[vi] == FLASHCL_SOFTMAX_ROW_IN_REGISTERS && c.cols > TU_RIR_GUARANTEED_COLS;
             c.special = 1;
             c.y_pad = 1;
             c.scale = 0.37f;

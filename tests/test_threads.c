@@ -44,7 +44,7 @@ static void *work(void *arg)
         flashcl_dtype yt = dts[tu_rng_below(&rng, 3)];
         int in_place = xt == yt && tu_rng_below(&rng, 3) == 0;
         flashcl_softmax_variant v = vs[(w->id + it) % 4];
-        if (v == FLASHCL_SOFTMAX_ROW_IN_REGISTERS && cols > 4096)
+        if (v == FLASHCL_SOFTMAX_ROW_IN_REGISTERS && cols > TU_RIR_GUARANTEED_COLS)
             v = FLASHCL_SOFTMAX_AUTO;
         int log = (int)tu_rng_below(&rng, 2);
         size_t esx = host_ref_dtype_size(xt), esy = host_ref_dtype_size(yt);

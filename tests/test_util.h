@@ -60,6 +60,12 @@ void tu_remove_tree(const char *path);
 
 /* ---- random numbers: splitmix64, seeded, reproducible --------------------------------------- */
 
+/* Rows that every device must run with a forced ROW_IN_REGISTERS. A work-group's register
+ * capacity is the device's (its per-kernel work-group limit x elements per item): 4096 f32
+ * columns on PoCL and NVIDIA, but Rusticl's llvmpipe allows only 32 work-items for these
+ * kernels (512 columns). Beyond this the variant may answer FLASHCL_UNSUPPORTED. */
+#define TU_RIR_GUARANTEED_COLS 512
+
 typedef struct tu_rng {
     uint64_t state;
 } tu_rng;
