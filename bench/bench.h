@@ -5,6 +5,8 @@
  * timing.c         batches of launches timed with queue markers (host clock as fallback)
  * kernels.c        the bench's own OpenCL programs: copy and the naive three-pass softmax
  * softmax_bench.c  the softmax suite: per device, per shape x dtype x variant
+ * attention_bench.c the attention suite: flashcl_attention_forward against an unfused
+ *                  CLBlast GEMM + softmax + GEMM baseline (when built with CLBlast)
  * setup.c          per device: progress line, contexts, OpenCL twin, copy bandwidth
  * accuracy.c       random inputs, the error column against host_ref
  * json.c           the --json report
@@ -30,6 +32,13 @@ typedef struct bench_shape {
     int64_t rows, cols;
 } bench_shape;
 
+/* One attention problem, BSHD: q [batch, seqlen_q, heads_q, head_dim], k and v
+ * [batch, seqlen_k, heads_kv, head_dim]. */
+typedef struct bench_attn_shape {
+    int64_t batch, heads_q, heads_kv, seqlen_q, seqlen_k, head_dim;
+    int causal;
+} bench_attn_shape;
+
 typedef struct bench_options {
     const char *device;      /* --device: an index or a name substring; NULL = default */
     int all_devices;
@@ -46,6 +55,11 @@ typedef struct bench_options {
     int quiet;               /* no progress line */
     int cold;                /* first context against a fresh cache folder: always compiles */
     const char *json_path;
+    /* attention */
+    bench_attn_shape attn_shapes[BENCH_MAX_SHAPES];
+    int nattn_shapes;
+    int causal;              /* --causal: every shape causal */
+    int baseline;            /* the unfused CLBlast baseline (default on) */
     int argc;                /* the command line, for the report */
     char **argv;
 } bench_options;
@@ -147,6 +161,11 @@ size_t bench_device_max_alloc(cl_device_id device);
 
 /* softmax_bench.c */
 int bench_cmd_softmax(const bench_options *opts);
+
+/* attention_bench.c */
+/* Fills opts->attn_shapes with the default or the full suite. */
+void bench_attention_suite(bench_options *opts, int full);
+int bench_cmd_attention(const bench_options *opts);
 
 /* json.c: writes the report to path via path.tmp and a rename. Returns 0 on success. */
 int bench_write_json(const char *path, const bench_options *opts,

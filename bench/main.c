@@ -26,6 +26,8 @@ static void usage(FILE *f)
         "  devices      list every device flashcl can use\n"
         "  softmax      time softmax against the device's copy bandwidth and a naive\n"
         "               three-pass baseline, and check it against the host reference\n"
+        "  attention    time fused attention (flashcl_attention_forward) against an unfused\n"
+        "               CLBlast GEMM + softmax + GEMM baseline; see `attention --help`\n"
         "\n"
         "softmax options:\n"
         "  -d, --device N|NAME  device index (see `devices`) or a name substring;\n"
@@ -54,6 +56,39 @@ static void usage(FILE *f)
         "largest |y - ref| over ~8 sampled rows and its ratio to the tolerance (> 1 is FAIL).\n"
         "\n"
         "exit status: 0 success; 1 a row failed its check or something failed; 2 bad usage\n",
+        f);
+}
+
+static void usage_attention(FILE *f)
+{
+    fputs(
+        "usage: flashcl-bench attention [OPTIONS]\n"
+        "\n"
+        "Times flashcl_attention_forward (BSHD, inputs uniform [-1, 1]) and the unfused\n"
+        "baseline a user would otherwise write on the same queue: CLBlast SGEMM S = scale*Q*K^T\n"
+        "per (batch, head), a masked row softmax kernel, CLBlast SGEMM O = P*V.\n"
+        "\n"
+        "  -d, --device N|NAME  device index (see `devices`) or a name substring\n"
+        "  -a, --all-devices    every device, one after the other\n"
+        "  -t, --dtype LIST     comma list of f32, f16, bf16; default f32,f16; full: all three\n"
+        "  -S, --suite NAME     default: B1 H4 S256 D64 (non-causal and causal), B1 H8 S512\n"
+        "                                D128 causal, decode B1 Hq32 Hkv4 Sk2048 D128\n"
+        "                       full:    D 64,128 x S 512..16384 (B = 16384/S, H = 2048/D),\n"
+        "                                non-causal and causal, plus decode B 1,8 x\n"
+        "                                Sk 4096,16384,65536,131072 (Hq32 Hkv4 D128)\n"
+        "  -s, --shapes LIST    comma list of BxHxSxD (self-attention) or\n"
+        "                       BxHQxHKVxSQxSKxD, e.g. 1x4x256x64,1x32x4x1x2048x128\n"
+        "      --causal         causal masking on every shape (bottom-right aligned)\n"
+        "  -r, --reps N         timed batches per row; the median is reported (default 7)\n"
+        "      --no-baseline    skip the unfused CLBlast baseline\n"
+        "      --cold           create the first context against a fresh cache folder\n"
+        "  -j, --json FILE      also write results and device metadata as JSON\n"
+        "  -q, --quiet          no progress line on stderr\n"
+        "\n"
+        "Each row: median ms per call; TFLOP/s = 4*B*Hq*Sq*Sk*D / t (halved when causal);\n"
+        "for decode (Sq = 1) GB/s of the K and V bytes; the baseline's ms, the size of its\n"
+        "f32 score buffer and flashcl's speedup over it; the largest |o - ref| over ~8 sampled\n"
+        "(b, h, row) outputs against host_ref and its ratio to the tolerance (> 1 is FAIL).\n",
         f);
 }
 
@@ -169,7 +204,51 @@ static int add_shape(bench_options *o, const char *item, size_t len)
     return 0;
 }
 
-enum { OPT_NO_NAIVE = 1000, OPT_VERSION, OPT_COLD };
+/* An attention shape: BxHxSxD or BxHQxHKVxSQxSKxD. */
+static int add_attn_shape(bench_options *o, const char *item, size_t len)
+{
+    int64_t v[6];
+    int n = 0;
+    size_t start = 0;
+    for (size_t i = 0; i <= len; i++) {
+        if (i < len && item[i] != 'x' && item[i] != 'X')
+            continue;
+        if (n == 6 || parse_dim(item + start, i - start, &v[n]))
+            return -1;
+        n++;
+        start = i + 1;
+    }
+    bench_attn_shape s;
+    memset(&s, 0, sizeof s);
+    if (n == 4) {
+        s.batch = v[0];
+        s.heads_q = s.heads_kv = v[1];
+        s.seqlen_q = s.seqlen_k = v[2];
+        s.head_dim = v[3];
+    } else if (n == 6) {
+        s.batch = v[0];
+        s.heads_q = v[1];
+        s.heads_kv = v[2];
+        s.seqlen_q = v[3];
+        s.seqlen_k = v[4];
+        s.head_dim = v[5];
+    } else {
+        return -1;
+    }
+    if (s.heads_q % s.heads_kv != 0 || s.head_dim > 1024)
+        return -1;
+    /* 2^36 elements in any tensor (256 GiB of f32): surely a typo. */
+    const int64_t lim = (int64_t)1 << 36;
+    if (s.batch * s.seqlen_q > lim / (s.heads_q * s.head_dim) ||
+        s.batch * s.seqlen_k > lim / (s.heads_kv * s.head_dim))
+        return -1;
+    if (o->nattn_shapes == BENCH_MAX_SHAPES)
+        return -1;
+    o->attn_shapes[o->nattn_shapes++] = s;
+    return 0;
+}
+
+enum { OPT_NO_NAIVE = 1000, OPT_VERSION, OPT_COLD, OPT_CAUSAL, OPT_NO_BASELINE };
 
 int main(int argc, char **argv)
 {
@@ -177,6 +256,7 @@ int main(int argc, char **argv)
     memset(&o, 0, sizeof o);
     o.reps = 7;
     o.naive = 1;
+    o.baseline = 1;
     o.suite = "default";
     o.argc = argc;
     o.argv = argv;
@@ -188,11 +268,12 @@ int main(int argc, char **argv)
         cmd = argv[1];
         first = 2;
     }
+    const int attention = !strcmp(cmd, "attention");
     if (!strcmp(cmd, "help")) {
         usage(stdout);
         return BENCH_EXIT_OK;
     }
-    if (strcmp(cmd, "softmax") && strcmp(cmd, "devices"))
+    if (strcmp(cmd, "softmax") && strcmp(cmd, "devices") && !attention)
         return usage_error("unknown command '%s'", cmd);
 
     /* getopt_long over [argv[0], options...]; it may permute this copy, not argv. */
@@ -213,8 +294,11 @@ int main(int argc, char **argv)
         {"json", required_argument, NULL, 'j'},    {"quiet", no_argument, NULL, 'q'},
         {"no-naive", no_argument, NULL, OPT_NO_NAIVE}, {"cold", no_argument, NULL, OPT_COLD},
         {"version", no_argument, NULL, OPT_VERSION}, {"help", no_argument, NULL, 'h'},
+        {"causal", no_argument, NULL, OPT_CAUSAL},
+        {"no-baseline", no_argument, NULL, OPT_NO_BASELINE},
         {NULL, 0, NULL, 0}};
     int c, softmax_opts = 0, full = 0, rc = BENCH_EXIT_OK;
+    const char *softmax_only = NULL, *attention_only = NULL; /* an option of the other command */
     opterr = 0; /* our own messages, naming the option */
     optind = 1;
     while (rc == BENCH_EXIT_OK &&
@@ -232,7 +316,15 @@ int main(int argc, char **argv)
             break;
         case 's':
             o.nshapes = 0;
-            if (for_each_item(&o, optarg, add_shape))
+            o.nattn_shapes = 0;
+            if (attention) {
+                if (for_each_item(&o, optarg, add_attn_shape))
+                    rc = usage_error("bad --shapes '%s': expected BxHxSxD or BxHQxHKVxSQxSKxD "
+                                     "items with positive sizes, HQ a multiple of HKV, D <= "
+                                     "1024, e.g. 1x4x256x64,1x32x4x1x2048x128",
+                                     optarg);
+                o.nshapes = o.nattn_shapes;
+            } else if (for_each_item(&o, optarg, add_shape))
                 rc = usage_error("bad --shapes '%s': expected ROWSxCOLS[,ROWSxCOLS...] with "
                                  "positive sizes, e.g. 4096x1024",
                                  optarg);
@@ -244,8 +336,9 @@ int main(int argc, char **argv)
                 rc = usage_error("bad --suite '%s': expected default or full", optarg);
             o.suite = full ? "full" : "default";
             break;
-        case 'l': o.log = 1; break;
+        case 'l': o.log = 1; softmax_only = "--log"; break;
         case 'V':
+            softmax_only = "--variant";
             o.nvariants = 0;
             if (for_each_item(&o, optarg, add_variant))
                 rc = usage_error("bad --variant '%s': expected auto, rows, chunked, split or all",
@@ -262,7 +355,9 @@ int main(int argc, char **argv)
         }
         case 'j': o.json_path = optarg; break;
         case 'q': o.quiet = 1; break;
-        case OPT_NO_NAIVE: o.naive = 0; break;
+        case OPT_NO_NAIVE: o.naive = 0; softmax_only = "--no-naive"; break;
+        case OPT_CAUSAL: o.causal = 1; attention_only = "--causal"; break;
+        case OPT_NO_BASELINE: o.baseline = 0; attention_only = "--no-baseline"; break;
         case OPT_COLD: o.cold = 1; break;
         case OPT_VERSION:
             printf("flashcl-bench %d.%d.%d\n", FLASHCL_VERSION_MAJOR, FLASHCL_VERSION_MINOR,
@@ -270,7 +365,10 @@ int main(int argc, char **argv)
             free(sub);
             return BENCH_EXIT_OK;
         case 'h':
-            usage(stdout);
+            if (attention)
+                usage_attention(stdout);
+            else
+                usage(stdout);
             free(sub);
             return BENCH_EXIT_OK;
         case ':':
@@ -288,7 +386,11 @@ int main(int argc, char **argv)
         rc = usage_error("%s takes no options besides --help", "devices");
     if (rc == BENCH_EXIT_OK && o.all_devices && o.device)
         rc = usage_error("%s", "--device and --all-devices exclude each other");
-    if (o.json_path && !*o.json_path)
+    if (rc == BENCH_EXIT_OK && attention && softmax_only)
+        rc = usage_error("%s is a softmax option", softmax_only);
+    if (rc == BENCH_EXIT_OK && !attention && attention_only)
+        rc = usage_error("%s is an attention option", attention_only);
+    if (rc == BENCH_EXIT_OK && o.json_path && !*o.json_path)
         rc = usage_error("%s", "--json needs a file name");
     free(sub);
     if (rc != BENCH_EXIT_OK)
@@ -300,6 +402,17 @@ int main(int argc, char **argv)
     /* Defaults from the suite where the command line left them open. */
     if (o.nshapes > 0)
         o.suite = "custom";
+    if (attention) {
+        if (o.nattn_shapes == 0)
+            bench_attention_suite(&o, full);
+        if (o.ndtypes == 0) {
+            o.dtypes[o.ndtypes++] = FLASHCL_F32;
+            o.dtypes[o.ndtypes++] = FLASHCL_F16;
+            if (full)
+                o.dtypes[o.ndtypes++] = FLASHCL_BF16;
+        }
+        return bench_cmd_attention(&o);
+    }
     if (o.nshapes == 0) {
         const bench_shape *s = full ? full_shapes : default_shapes;
         const int n = full ? (int)(sizeof full_shapes / sizeof *s)

@@ -1,4 +1,4 @@
-/* Internal to the softmax suite (softmax_bench.c, setup.c): one device's state and the
+/* Internal to the suites (softmax_bench.c, attention_bench.c, setup.c): one device's state and the
  * launch callbacks' data. */
 #ifndef FLASHCL_BENCH_SUITE_H
 #define FLASHCL_BENCH_SUITE_H

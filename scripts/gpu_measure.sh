@@ -19,3 +19,5 @@ FLASHCL_BACKEND=opencl build-gpu/bench/flashcl-bench softmax --device nvidia --s
   --json "$out/flashcl_softmax.json" | tee "$out/flashcl_softmax.txt"
 python3 bench/torch_softmax.py --suite full --json "$out/torch_softmax.json" \
   | tee "$out/torch_softmax.txt"
+FLASHCL_BACKEND=opencl build-gpu/bench/flashcl-bench attention --device nvidia --suite full \
+  --json "$out/flashcl_attention.json" | tee "$out/flashcl_attention.txt"
