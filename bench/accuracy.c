@@ -6,11 +6,10 @@
 #include "accuracy.h"
 #include "host_ref.h"
 
-void bench_fill_random(void *data, flashcl_dtype dtype, size_t count, uint64_t seed)
+void bench_fill_uniform(void *data, flashcl_dtype dtype, size_t count, uint64_t seed,
+                        float limit)
 {
-    /* xorshift64*: fast and reproducible; 24 random bits make a float in [0, 1) exactly. The
-     * range [-8, 8] gives rows whose exponentials span e^16: enough to expose a missing max
-     * subtraction, and never all zeros, which would hide a broken kernel. */
+    /* xorshift64*: fast and reproducible; 24 random bits make a float in [0, 1) exactly. */
     uint64_t s = seed ? seed : 0x9e3779b97f4a7c15ull;
     for (size_t i = 0; i < count; i++) {
         s ^= s >> 12;
@@ -18,8 +17,15 @@ void bench_fill_random(void *data, flashcl_dtype dtype, size_t count, uint64_t s
         s ^= s >> 27;
         const uint64_t r = s * 0x2545f4914f6cdd1dull;
         const float u = (float)(r >> 40) * (1.0f / 16777216.0f);
-        host_ref_store(dtype, data, i, 16.0f * u - 8.0f);
+        host_ref_store(dtype, data, i, 2.0f * limit * u - limit);
     }
+}
+
+void bench_fill_random(void *data, flashcl_dtype dtype, size_t count, uint64_t seed)
+{
+    /* The range [-8, 8] gives rows whose exponentials span e^16: enough to expose a missing
+     * max subtraction, and never all zeros, which would hide a broken kernel. */
+    bench_fill_uniform(data, dtype, count, seed, 8.0f);
 }
 
 void bench_tolerance(flashcl_dtype dtype, int log, double *atol, double *rtol)

@@ -9,6 +9,9 @@
 
 #define BENCH_SAMPLED_ROWS 8
 
+/* count elements of dtype, uniform in [-limit, limit), reproducible from seed. */
+void bench_fill_uniform(void *data, flashcl_dtype dtype, size_t count, uint64_t seed,
+                        float limit);
 /* count elements of dtype, uniform in [-8, 8), reproducible from seed. */
 void bench_fill_random(void *data, flashcl_dtype dtype, size_t count, uint64_t seed);
 

@@ -5,11 +5,12 @@
  * timing.c         batches of launches timed with queue markers (host clock as fallback)
  * kernels.c        the bench's own OpenCL programs: copy and the naive three-pass softmax
  * softmax_bench.c  the softmax suite: per device, per shape x dtype x variant
- * attention_bench.c the attention suite: flashcl_attention_forward against an unfused
- *                  CLBlast GEMM + softmax + GEMM baseline (when built with CLBlast)
+ * attention_bench.c the attention suite: flashcl_attention_forward, per shape x dtype
+ * attention_baseline.c its unfused CLBlast GEMM + softmax + GEMM baseline (with CLBlast)
+ * attention_json.c its --json report (attention_suite.h: the suite's internal types)
  * setup.c          per device: progress line, contexts, OpenCL twin, copy bandwidth
  * accuracy.c       random inputs, the error column against host_ref
- * json.c           the --json report
+ * json.c           the --json report, and the JSON writers the attention report shares
  */
 #ifndef FLASHCL_BENCH_H
 #define FLASHCL_BENCH_H
@@ -153,7 +154,24 @@ flashcl_status bench_naive_enqueue(bench_kernels *k, cl_command_queue queue, fla
                                    int64_t rows, int64_t cols, int log);
 /* The message of the bench's last OpenCL failure (build log included). */
 const char *bench_kernels_error(void);
+/* Sets that message. */
+void bench_set_error(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+/* Records a failed OpenCL call (`what`) as that message; out-of-memory errors map onto
+ * FLASHCL_OUT_OF_MEMORY, the rest onto FLASHCL_BACKEND_ERROR. */
+flashcl_status bench_cl_fail(const char *what, cl_int err);
+/* Builds the bench's embedded sources for dtype with work-group size wg; NULL on failure,
+ * with *st set and the message (build log included; "building the <whose> ... kernels
+ * failed") kept for bench_kernels_error. */
+cl_program bench_build_program(cl_context context, cl_device_id device, flashcl_dtype dtype,
+                               size_t wg, const char *whose, flashcl_status *st);
 const char *bench_cl_error_name(cl_int err);
+/* The work-group size of the bench's row kernels: the largest power of two up to 256 that
+ * the device accepts. */
+size_t bench_device_wg(cl_device_id device);
 /* Size of the device's last-level cache as OpenCL reports it (0 when unknown), and its
  * largest single allocation. */
 size_t bench_device_cache_bytes(cl_device_id device);
@@ -170,5 +188,16 @@ int bench_cmd_attention(const bench_options *opts);
 /* json.c: writes the report to path via path.tmp and a rename. Returns 0 on success. */
 int bench_write_json(const char *path, const bench_options *opts,
                      const bench_device_report *reports, int nreports);
+/* The pieces every --json report shares: a string literal (escaped), a number (%.6g; null
+ * when not finite), a row status word; path.tmp opened for writing (tmp receives its name;
+ * NULL after saying why) and, once written, closed and renamed to path (0 on success, else
+ * -1 after saying why); the report's date (UTC) and command line. */
+void bench_json_string(FILE *f, const char *s);
+void bench_json_number(FILE *f, double value);
+const char *bench_row_status_word(bench_row_status s);
+FILE *bench_json_open(const char *path, char *tmp, size_t tmp_size);
+int bench_json_close(FILE *f, const char *tmp, const char *path);
+void bench_json_run_info(const bench_options *opts, char *date, size_t date_size,
+                         char *cmdline, size_t cmdline_size);
 
 #endif

@@ -15,24 +15,32 @@ typedef struct json_out {
     int need_comma[16];
 } json_out;
 
-static void j_string_value(json_out *j, const char *s)
+void bench_json_string(FILE *f, const char *s)
 {
-    fputc('"', j->f);
+    fputc('"', f);
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
         switch (*p) {
-        case '"': fputs("\\\"", j->f); break;
-        case '\\': fputs("\\\\", j->f); break;
-        case '\n': fputs("\\n", j->f); break;
-        case '\r': fputs("\\r", j->f); break;
-        case '\t': fputs("\\t", j->f); break;
+        case '"': fputs("\\\"", f); break;
+        case '\\': fputs("\\\\", f); break;
+        case '\n': fputs("\\n", f); break;
+        case '\r': fputs("\\r", f); break;
+        case '\t': fputs("\\t", f); break;
         default:
             if (*p < 0x20)
-                fprintf(j->f, "\\u%04x", *p);
+                fprintf(f, "\\u%04x", *p);
             else
-                fputc(*p, j->f); /* UTF-8 passes through unchanged */
+                fputc(*p, f); /* UTF-8 passes through unchanged */
         }
     }
-    fputc('"', j->f);
+    fputc('"', f);
+}
+
+void bench_json_number(FILE *f, double value)
+{
+    if (isfinite(value))
+        fprintf(f, "%.6g", value);
+    else
+        fputs("null", f);
 }
 
 /* Starts a member (key != NULL) or an array element (key == NULL). */
@@ -43,7 +51,7 @@ static void j_key(json_out *j, const char *key)
     j->need_comma[j->depth] = 1;
     fprintf(j->f, "\n%*s", 2 * j->depth, "");
     if (key) {
-        j_string_value(j, key);
+        bench_json_string(j->f, key);
         fputs(": ", j->f);
     }
 }
@@ -67,17 +75,14 @@ static void j_close(json_out *j, char bracket)
 static void j_str(json_out *j, const char *key, const char *value)
 {
     j_key(j, key);
-    j_string_value(j, value ? value : "");
+    bench_json_string(j->f, value ? value : "");
 }
 
 /* Numbers that are not finite (or not measured: negative sentinels) become null. */
 static void j_num(json_out *j, const char *key, double value)
 {
     j_key(j, key);
-    if (isfinite(value))
-        fprintf(j->f, "%.6g", value);
-    else
-        fputs("null", j->f);
+    bench_json_number(j->f, value);
 }
 
 static void j_opt(json_out *j, const char *key, double value)
@@ -97,7 +102,7 @@ static void j_bool(json_out *j, const char *key, int value)
     fputs(value ? "true" : "false", j->f);
 }
 
-static const char *status_word(bench_row_status s)
+const char *bench_row_status_word(bench_row_status s)
 {
     switch (s) {
     case BENCH_ROW_OK: return "ok";
@@ -116,7 +121,7 @@ static void write_row(json_out *j, const bench_row *r)
     j_int(j, "cols", (long long)r->shape.cols);
     j_str(j, "dtype", bench_dtype_name(r->dtype));
     j_str(j, "variant", bench_variant_name(r->variant));
-    j_str(j, "status", status_word(r->status));
+    j_str(j, "status", bench_row_status_word(r->status));
     if (r->status == BENCH_ROW_OK || r->status == BENCH_ROW_FAIL) {
         j_num(j, "ms", r->ms);
         j_num(j, "gbps", r->gbps);
@@ -174,32 +179,59 @@ static void write_device(json_out *j, const bench_device_report *d)
     j_close(j, '}');
 }
 
+FILE *bench_json_open(const char *path, char *tmp, size_t tmp_size)
+{
+    if (snprintf(tmp, tmp_size, "%s.tmp", path) >= (int)tmp_size) {
+        fprintf(stderr, "flashcl-bench: --json path too long\n");
+        return NULL;
+    }
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        perror(tmp);
+    return f;
+}
+
+int bench_json_close(FILE *f, const char *tmp, const char *path)
+{
+    const int write_failed = ferror(f);
+    if (fclose(f) != 0 || write_failed) {
+        fprintf(stderr, "flashcl-bench: writing %s failed\n", tmp);
+        remove(tmp);
+        return -1;
+    }
+    if (rename(tmp, path) != 0) {
+        perror(path);
+        remove(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+void bench_json_run_info(const bench_options *opts, char *date, size_t date_size,
+                         char *cmdline, size_t cmdline_size)
+{
+    const time_t now = time(NULL);
+    struct tm utc;
+    date[0] = '\0';
+    if (gmtime_r(&now, &utc))
+        strftime(date, date_size, "%Y-%m-%dT%H:%M:%SZ", &utc);
+    size_t used = 0;
+    cmdline[0] = '\0';
+    for (int i = 0; i < opts->argc && used < cmdline_size; i++)
+        used += (size_t)snprintf(cmdline + used, cmdline_size - used, "%s%s", i ? " " : "",
+                                 opts->argv[i]);
+}
+
 int bench_write_json(const char *path, const bench_options *opts,
                      const bench_device_report *reports, int nreports)
 {
-    char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) {
-        fprintf(stderr, "flashcl-bench: --json path too long\n");
-        return -1;
-    }
+    char tmp[4096], date[32], cmdline[4096];
     json_out j;
     memset(&j, 0, sizeof j);
-    j.f = fopen(tmp, "w");
-    if (!j.f) {
-        perror(tmp);
+    j.f = bench_json_open(path, tmp, sizeof tmp);
+    if (!j.f)
         return -1;
-    }
-    char date[32] = "";
-    const time_t now = time(NULL);
-    struct tm utc;
-    if (gmtime_r(&now, &utc))
-        strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &utc);
-    char cmdline[4096];
-    size_t used = 0;
-    cmdline[0] = '\0';
-    for (int i = 0; i < opts->argc && used < sizeof cmdline; i++)
-        used += (size_t)snprintf(cmdline + used, sizeof cmdline - used, "%s%s", i ? " " : "",
-                                 opts->argv[i]);
+    bench_json_run_info(opts, date, sizeof date, cmdline, sizeof cmdline);
 
     fputc('{', j.f);
     j.depth = 1;
@@ -221,16 +253,5 @@ int bench_write_json(const char *path, const bench_options *opts,
     j_close(&j, ']');
     fputs("\n}\n", j.f);
 
-    const int write_failed = ferror(j.f);
-    if (fclose(j.f) != 0 || write_failed) {
-        fprintf(stderr, "flashcl-bench: writing %s failed\n", tmp);
-        remove(tmp);
-        return -1;
-    }
-    if (rename(tmp, path) != 0) {
-        perror(path);
-        remove(tmp);
-        return -1;
-    }
-    return 0;
+    return bench_json_close(j.f, tmp, path);
 }

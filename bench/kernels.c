@@ -2,6 +2,7 @@
  * at build time), built on the flashcl context's cl_context so they share its queue and its
  * buffers. One program per dtype, built when first needed: the source is specialised with
  * -DBENCH_DTYPE, the same way the library specialises its own. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,14 @@ static char last_error[8192];
 const char *bench_kernels_error(void)
 {
     return last_error;
+}
+
+void bench_set_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    va_end(ap);
 }
 
 const char *bench_cl_error_name(cl_int err)
@@ -57,7 +66,7 @@ const char *bench_cl_error_name(cl_int err)
 
 /* Records a failed OpenCL call and maps it onto a flashcl status, so the rows can say
  * "out of memory" for allocation failures exactly as they do for the library's. */
-static flashcl_status cl_fail(const char *what, cl_int err)
+flashcl_status bench_cl_fail(const char *what, cl_int err)
 {
     snprintf(last_error, sizeof last_error, "%s: %s (%d)", what, bench_cl_error_name(err),
              (int)err);
@@ -85,21 +94,26 @@ size_t bench_device_max_alloc(cl_device_id device)
     return (size_t)bytes;
 }
 
+size_t bench_device_wg(cl_device_id device)
+{
+    /* 256 items a row fills a GPU work-group the way a first attempt would; smaller devices
+     * get the largest power of two they accept. */
+    size_t max_wg = 0, wg = 1;
+    if (clGetDeviceInfo(device, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof max_wg, &max_wg, NULL) !=
+            CL_SUCCESS ||
+        max_wg == 0)
+        max_wg = 64;
+    while (wg * 2 <= max_wg && wg < 256)
+        wg *= 2;
+    return wg;
+}
+
 flashcl_status bench_kernels_init(bench_kernels *k, cl_context context, cl_device_id device)
 {
     memset(k, 0, sizeof *k);
     k->context = context;
     k->device = device;
-    /* 256 items a row fills a GPU work-group the way a first attempt would; smaller devices
-     * get the largest power of two they accept. */
-    size_t max_wg = 0;
-    if (clGetDeviceInfo(device, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof max_wg, &max_wg, NULL) !=
-            CL_SUCCESS ||
-        max_wg == 0)
-        max_wg = 64;
-    k->wg = 1;
-    while (k->wg * 2 <= max_wg && k->wg < 256)
-        k->wg *= 2;
+    k->wg = bench_device_wg(device);
     return FLASHCL_SUCCESS;
 }
 
@@ -120,30 +134,45 @@ void bench_kernels_release(bench_kernels *k)
     memset(k, 0, sizeof *k);
 }
 
+cl_program bench_build_program(cl_context context, cl_device_id device, flashcl_dtype dtype,
+                               size_t wg, const char *whose, flashcl_status *st)
+{
+    cl_int err;
+    cl_program p = clCreateProgramWithSource(context, (cl_uint)bench_cl_source_count,
+                                             (const char **)bench_cl_sources, NULL, &err);
+    if (!p) {
+        *st = bench_cl_fail("clCreateProgramWithSource", err);
+        return NULL;
+    }
+    char options[128];
+    snprintf(options, sizeof options, "-DBENCH_DTYPE=%d -DBENCH_WG=%zu", (int)dtype, wg);
+    err = clBuildProgram(p, 1, &device, options, NULL, NULL);
+    if (err != CL_SUCCESS) {
+        int n = snprintf(last_error, sizeof last_error,
+                         "building the %s %s kernels failed: %s; log:\n", whose,
+                         bench_dtype_name(dtype), bench_cl_error_name(err));
+        if (n > 0 && (size_t)n < sizeof last_error)
+            clGetProgramBuildInfo(p, device, CL_PROGRAM_BUILD_LOG,
+                                  sizeof last_error - (size_t)n - 1, last_error + n, NULL);
+        last_error[sizeof last_error - 1] = '\0';
+        clReleaseProgram(p);
+        *st = FLASHCL_BUILD_FAILED;
+        return NULL;
+    }
+    *st = FLASHCL_SUCCESS;
+    return p;
+}
+
 /* Builds program[dtype] and its kernels if not yet built. */
 static flashcl_status ensure_program(bench_kernels *k, flashcl_dtype dtype)
 {
     if (k->program[dtype])
         return FLASHCL_SUCCESS;
-    cl_int err;
-    cl_program p = clCreateProgramWithSource(k->context, (cl_uint)bench_cl_source_count,
-                                             (const char **)bench_cl_sources, NULL, &err);
+    flashcl_status st;
+    cl_program p = bench_build_program(k->context, k->device, dtype, k->wg, "bench's", &st);
     if (!p)
-        return cl_fail("clCreateProgramWithSource", err);
-    char options[128];
-    snprintf(options, sizeof options, "-DBENCH_DTYPE=%d -DBENCH_WG=%zu", (int)dtype, k->wg);
-    err = clBuildProgram(p, 1, &k->device, options, NULL, NULL);
-    if (err != CL_SUCCESS) {
-        int n = snprintf(last_error, sizeof last_error,
-                         "building the bench's %s kernels failed: %s; log:\n",
-                         bench_dtype_name(dtype), bench_cl_error_name(err));
-        if (n > 0 && (size_t)n < sizeof last_error)
-            clGetProgramBuildInfo(p, k->device, CL_PROGRAM_BUILD_LOG,
-                                  sizeof last_error - (size_t)n - 1, last_error + n, NULL);
-        last_error[sizeof last_error - 1] = '\0';
-        clReleaseProgram(p);
-        return FLASHCL_BUILD_FAILED;
-    }
+        return st;
+    cl_int err;
     cl_kernel km = clCreateKernel(p, "naive_row_max", &err);
     cl_kernel ks = km ? clCreateKernel(p, "naive_row_sum", &err) : NULL;
     cl_kernel kn = ks ? clCreateKernel(p, "naive_normalize", &err) : NULL;
@@ -156,7 +185,7 @@ static flashcl_status ensure_program(bench_kernels *k, flashcl_dtype dtype)
         if (kn)
             clReleaseKernel(kn);
         clReleaseProgram(p);
-        return cl_fail("clCreateKernel", err);
+        return bench_cl_fail("clCreateKernel", err);
     }
     k->program[dtype] = p;
     k->row_max[dtype] = km;
@@ -180,10 +209,10 @@ flashcl_status bench_copy_enqueue(bench_kernels *k, cl_command_queue queue, cl_m
     err |= clSetKernelArg(k->copy, 1, sizeof dst, &dst);
     err |= clSetKernelArg(k->copy, 2, sizeof n, &n);
     if (err != CL_SUCCESS)
-        return cl_fail("clSetKernelArg(bench_copy)", err);
+        return bench_cl_fail("clSetKernelArg(bench_copy)", err);
     err = clEnqueueNDRangeKernel(queue, k->copy, 1, NULL, &global, &local, 0, NULL, NULL);
     if (err != CL_SUCCESS)
-        return cl_fail("clEnqueueNDRangeKernel(bench_copy)", err);
+        return bench_cl_fail("clEnqueueNDRangeKernel(bench_copy)", err);
     return FLASHCL_SUCCESS;
 }
 
@@ -215,17 +244,17 @@ flashcl_status bench_naive_enqueue(bench_kernels *k, cl_command_queue queue, fla
     err |= clSetKernelArg(kn, 4, sizeof ucols, &ucols);
     err |= clSetKernelArg(kn, 5, sizeof ilog, &ilog);
     if (err != CL_SUCCESS)
-        return cl_fail("clSetKernelArg(naive softmax)", err);
+        return bench_cl_fail("clSetKernelArg(naive softmax)", err);
 
     /* Passes 1 and 2: one work-group per row. */
     const size_t local = k->wg;
     const size_t global = (size_t)rows * local;
     err = clEnqueueNDRangeKernel(queue, km, 1, NULL, &global, &local, 0, NULL, NULL);
     if (err != CL_SUCCESS)
-        return cl_fail("clEnqueueNDRangeKernel(naive_row_max)", err);
+        return bench_cl_fail("clEnqueueNDRangeKernel(naive_row_max)", err);
     err = clEnqueueNDRangeKernel(queue, ks, 1, NULL, &global, &local, 0, NULL, NULL);
     if (err != CL_SUCCESS)
-        return cl_fail("clEnqueueNDRangeKernel(naive_row_sum)", err);
+        return bench_cl_fail("clEnqueueNDRangeKernel(naive_row_sum)", err);
 
     /* Pass 3: one work-item per element. */
     const size_t local2[2] = {k->wg < 64 ? k->wg : 64, 1};
@@ -233,6 +262,6 @@ flashcl_status bench_naive_enqueue(bench_kernels *k, cl_command_queue queue, fla
                                (size_t)rows};
     err = clEnqueueNDRangeKernel(queue, kn, 2, NULL, global2, local2, 0, NULL, NULL);
     if (err != CL_SUCCESS)
-        return cl_fail("clEnqueueNDRangeKernel(naive_normalize)", err);
+        return bench_cl_fail("clEnqueueNDRangeKernel(naive_normalize)", err);
     return FLASHCL_SUCCESS;
 }

@@ -1,5 +1,7 @@
-/* Per-device setup for the softmax suite: the progress line, creating the context (first
- * and cached), an OpenCL twin for contexts of other backends, and the copy bandwidth. */
+/* Per-device setup for the suites: the progress line, the devices a command covers, creating
+ * the context (first and cached), an OpenCL twin for contexts of other backends, and the copy
+ * bandwidth. */
+#include <errno.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,6 +98,142 @@ flashcl_status bench_open_context(const flashcl_context_options *base, int cold,
         return st;
     flashcl_context_build_info(*out, &rep->warm_from_cache, &rep->warm_build_s);
     return FLASHCL_SUCCESS;
+}
+
+/* ---- the devices of a command ------------------------------------------------------------- */
+
+void *bench_device_reports(const bench_options *o, size_t size, int *ndev)
+{
+    size_t count = 1;
+    if (o->all_devices) {
+        flashcl_status st = flashcl_list_devices(NULL, 0, &count);
+        if (st != FLASHCL_SUCCESS) {
+            fprintf(stderr, "flashcl-bench: listing devices failed: %s: %s\n",
+                    flashcl_status_string(st), flashcl_last_error());
+            return NULL;
+        }
+        if (count == 0) {
+            fprintf(stderr, "flashcl-bench: no devices\n");
+            return NULL;
+        }
+    }
+    void *reports = calloc(count, size);
+    if (!reports)
+        fprintf(stderr, "flashcl-bench: out of host memory\n");
+    *ndev = (int)count;
+    return reports;
+}
+
+/* The context options for the run's device i, and its index in the device list. */
+static void select_device(const bench_options *o, int i, flashcl_context_options *copts,
+                          int *index)
+{
+    memset(copts, 0, sizeof *copts);
+    copts->backend = FLASHCL_BACKEND_AUTO;
+    copts->device_index = -1;
+    *index = -1;
+    if (o->all_devices) {
+        copts->device_index = i;
+        *index = i;
+    } else if (o->device) {
+        char *end;
+        errno = 0;
+        const long idx = strtol(o->device, &end, 10);
+        if (*o->device && !*end && !errno && idx >= 0 && idx <= 1000000) {
+            copts->device_index = (int)idx;
+            *index = (int)idx;
+        } else {
+            copts->device_match = o->device;
+        }
+    }
+}
+
+int bench_run_devices(const bench_options *o, int ndev, int per_device, bench_device_fn fn,
+                      void *suite, bench_device_loop *loop)
+{
+    memset(loop, 0, sizeof *loop);
+    loop->total = ndev * per_device;
+    int rc = BENCH_EXIT_OK;
+    for (int i = 0; i < ndev; i++) {
+        flashcl_context_options copts;
+        select_device(o, i, &copts, &loop->index);
+        if (fn(suite, i, &copts, loop) != BENCH_EXIT_OK)
+            rc = BENCH_EXIT_FAIL;
+    }
+    return rc;
+}
+
+int bench_tally_row(bench_device_loop *loop, bench_row_status status)
+{
+    loop->fails += status == BENCH_ROW_FAIL;
+    loop->errors += status == BENCH_ROW_ERROR;
+    return status == BENCH_ROW_FAIL || status == BENCH_ROW_ERROR;
+}
+
+flashcl_status bench_start_device(const bench_options *o, const flashcl_context_options *copts,
+                                  bench_device_report *rep, flashcl_context **ctx,
+                                  char *cache_dir, size_t cache_dir_size,
+                                  bench_device_loop *loop, int per_device)
+{
+    rep->index = loop->index;
+    bench_progress_show(o, loop->done, loop->total, "creating contexts");
+    flashcl_status st = bench_open_context(copts, o->cold, rep, ctx, cache_dir, cache_dir_size);
+    bench_progress_clear();
+    if (st != FLASHCL_SUCCESS) {
+        snprintf(rep->error, sizeof rep->error, "cannot open device: %s: %s",
+                 flashcl_status_string(st), flashcl_last_error());
+        fprintf(stderr, "flashcl-bench: %s\n", rep->error);
+        loop->done += per_device;
+        if (cache_dir[0])
+            bench_remove_tree(cache_dir);
+        return st;
+    }
+    rep->opened = 1;
+    flashcl_context_device(*ctx, &rep->info);
+    if (rep->index < 0) { /* opened by name: find its place in the list for the report */
+        flashcl_device_info all[64];
+        size_t n = 0;
+        if (flashcl_list_devices(all, 64, &n) == FLASHCL_SUCCESS)
+            for (size_t i = 0; i < n && i < 64; i++)
+                if (!strcmp(all[i].name, rep->info.name) && all[i].backend == rep->info.backend) {
+                    rep->index = (int)i;
+                    break;
+                }
+    }
+    return FLASHCL_SUCCESS;
+}
+
+void bench_row_failed(bench_row_status *status, char *note, size_t note_size, flashcl_status st,
+                      const char *detail)
+{
+    if (st == FLASHCL_OUT_OF_MEMORY) {
+        *status = BENCH_ROW_OOM;
+        snprintf(note, note_size, "out of memory%s%s%s", *detail ? " (" : "", detail,
+                 *detail ? ")" : "");
+    } else if (st == FLASHCL_UNSUPPORTED) {
+        *status = BENCH_ROW_UNSUPPORTED;
+        snprintf(note, note_size, "unsupported: %s", detail);
+    } else {
+        *status = BENCH_ROW_ERROR;
+        snprintf(note, note_size, "error: %s: %s", flashcl_status_string(st), detail);
+    }
+}
+
+void bench_print_device_head(const bench_device_report *rep)
+{
+    const flashcl_device_info *d = &rep->info;
+    char idx[16] = "?";
+    if (rep->index >= 0)
+        snprintf(idx, sizeof idx, "%d", rep->index);
+    printf("== device %s: %s (%s)\n", idx, d->name, bench_backend_name(d->backend));
+    printf("   vendor: %s | platform: %s | driver: %s\n", d->vendor, d->platform, d->driver);
+}
+
+void bench_print_failures(int fails, int errors)
+{
+    if (fails || errors)
+        fprintf(stderr, "flashcl-bench: %d row(s) over tolerance, %d row(s) with errors\n",
+                fails, errors);
 }
 
 /* An OpenCL context on the device `info` describes (same name), for a context of another

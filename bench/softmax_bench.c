@@ -1,7 +1,6 @@
 /* The softmax suite: for each device, the context creation cost (first and cached), the copy
  * kernel's bandwidth (the device's ceiling), then one table row per shape x dtype x variant:
  * time, GB/s, % of copy, speedup over the naive three-pass kernels, error against host_ref. */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,21 +58,6 @@ static void print_row(const bench_row *r)
     printf("%10.4f %8.1f %6s %10s %8s %9.2e %7.3f  %s\n", r->ms, r->gbps, pct, naive, speed,
            r->max_abs_err, r->err_over_tol, r->status == BENCH_ROW_OK ? "ok" : "FAIL");
     fflush(stdout);
-}
-
-static void row_failed(bench_row *r, flashcl_status st, const char *detail)
-{
-    if (st == FLASHCL_OUT_OF_MEMORY) {
-        r->status = BENCH_ROW_OOM;
-        snprintf(r->note, sizeof r->note, "out of memory%s%s%s", *detail ? " (" : "", detail,
-                 *detail ? ")" : "");
-    } else if (st == FLASHCL_UNSUPPORTED) {
-        r->status = BENCH_ROW_UNSUPPORTED;
-        snprintf(r->note, sizeof r->note, "unsupported: %s", detail);
-    } else {
-        r->status = BENCH_ROW_ERROR;
-        snprintf(r->note, sizeof r->note, "error: %s: %s", flashcl_status_string(st), detail);
-    }
 }
 
 /* How many buffer pairs to rotate so that the working set of a cycle exceeds the cache.
@@ -236,7 +220,7 @@ static void bench_shape_dtype(device_run *run, bench_shape shape, flashcl_dtype 
             st = bench_check_output(ls.y[0].buffer, x_host, dtype, shape.rows, shape.cols,
                                     o->log, &r.max_abs_err, &r.err_over_tol);
         if (st != FLASHCL_SUCCESS) {
-            row_failed(&r, st, flashcl_last_error());
+            bench_row_failed(&r.status, r.note, sizeof r.note, st, flashcl_last_error());
         } else {
             r.ms = t.ms;
             r.batch = t.batch;
@@ -259,7 +243,7 @@ fail_all:
     for (int v = 0; v < o->nvariants; v++) {
         bench_row r = base;
         r.variant = o->variants[v];
-        row_failed(&r, st, detail);
+        bench_row_failed(&r.status, r.note, sizeof r.note, st, detail);
         rep->rows[rep->nrows++] = r;
         bench_progress_clear();
         print_row(&r);
@@ -275,11 +259,7 @@ static void print_banner(const device_run *run, const char *cache_dir)
 {
     const bench_device_report *rep = run->rep;
     const flashcl_device_info *d = &rep->info;
-    char idx[16] = "?";
-    if (rep->index >= 0)
-        snprintf(idx, sizeof idx, "%d", rep->index);
-    printf("== device %s: %s (%s)\n", idx, d->name, bench_backend_name(d->backend));
-    printf("   vendor: %s | platform: %s | driver: %s\n", d->vendor, d->platform, d->driver);
+    bench_print_device_head(rep);
     /* "cold" only when the first creation really compiled; else it is just the first. */
     printf("   context create: %s %.3f s (%s, programs %.3f s), then %.3f s (%s, programs "
            "%.3f s)%s\n",
@@ -307,9 +287,17 @@ static void print_banner(const device_run *run, const char *cache_dir)
     printf("\n");
 }
 
-static int run_device(const bench_options *o, const flashcl_context_options *copts,
-                      bench_device_report *rep, int *progress_done, int progress_total)
+/* What bench_run_devices hands run_device. */
+typedef struct softmax_cmd {
+    const bench_options *o;
+    bench_device_report *reports;
+} softmax_cmd;
+
+static int run_device(void *suite, int slot, const flashcl_context_options *copts,
+                      bench_device_loop *loop)
 {
+    const bench_options *o = ((softmax_cmd *)suite)->o;
+    bench_device_report *rep = &((softmax_cmd *)suite)->reports[slot];
     device_run run;
     memset(&run, 0, sizeof run);
     run.opts = o;
@@ -317,21 +305,9 @@ static int run_device(const bench_options *o, const flashcl_context_options *cop
     char cache_dir[512];
     const int per_device = o->nshapes * o->ndtypes;
 
-    bench_progress_show(o, *progress_done, progress_total, "creating contexts");
-    flashcl_status st =
-        bench_open_context(copts, o->cold, rep, &run.ctx, cache_dir, sizeof cache_dir);
-    bench_progress_clear();
-    if (st != FLASHCL_SUCCESS) {
-        snprintf(rep->error, sizeof rep->error, "cannot open device: %s: %s",
-                 flashcl_status_string(st), flashcl_last_error());
-        fprintf(stderr, "flashcl-bench: %s\n", rep->error);
-        *progress_done += per_device;
-        if (cache_dir[0])
-            bench_remove_tree(cache_dir);
+    if (bench_start_device(o, copts, rep, &run.ctx, cache_dir, sizeof cache_dir, loop,
+                           per_device) != FLASHCL_SUCCESS)
         return BENCH_EXIT_FAIL;
-    }
-    rep->opened = 1;
-    flashcl_context_device(run.ctx, &rep->info);
     if (flashcl_context_cl_objects(run.ctx, &run.clctx, &run.dev, &run.queue) ==
         FLASHCL_SUCCESS) {
         run.cl_owner = run.ctx;
@@ -341,7 +317,7 @@ static int run_device(const bench_options *o, const flashcl_context_options *cop
         /* Not OpenCL (CUDA): flashcl is timed by the host clock around batches, and the copy
          * kernel and naive baseline run on an OpenCL context of the same GPU, if any. */
         run.queue = NULL;
-        bench_progress_show(o, *progress_done, progress_total, "opening an OpenCL twin");
+        bench_progress_show(o, loop->done, loop->total, "opening an OpenCL twin");
         run.twin = bench_open_opencl_twin(&rep->info);
         bench_progress_clear();
         if (run.twin &&
@@ -359,19 +335,8 @@ static int run_device(const bench_options *o, const flashcl_context_options *cop
         bench_kernels_init(&run.kernels, run.clctx, run.dev);
         run.have_kernels = 1;
     }
-    if (rep->index < 0) { /* opened by name: find its place in the list for the report */
-        flashcl_device_info all[64];
-        size_t n = 0;
-        if (flashcl_list_devices(all, 64, &n) == FLASHCL_SUCCESS)
-            for (size_t i = 0; i < n && i < 64; i++)
-                if (!strcmp(all[i].name, rep->info.name) && all[i].backend == rep->info.backend) {
-                    rep->index = (int)i;
-                    break;
-                }
-    }
-
     if (run.have_kernels) {
-        bench_progress_show(o, *progress_done, progress_total, "copy bandwidth");
+        bench_progress_show(o, loop->done, loop->total, "copy bandwidth");
         bench_measure_copy(&run);
         bench_progress_clear();
     }
@@ -388,7 +353,7 @@ static int run_device(const bench_options *o, const flashcl_context_options *cop
                 char what[96];
                 snprintf(what, sizeof what, "%lldx%lld %s", (long long)o->shapes[s].rows,
                          (long long)o->shapes[s].cols, bench_dtype_name(o->dtypes[d]));
-                bench_progress_show(o, ++*progress_done, progress_total, what);
+                bench_progress_show(o, ++loop->done, loop->total, what);
                 bench_shape_dtype(&run, o->shapes[s], o->dtypes[d]);
             }
     }
@@ -404,7 +369,7 @@ static int run_device(const bench_options *o, const flashcl_context_options *cop
 
     int rc = rep->rows ? BENCH_EXIT_OK : BENCH_EXIT_FAIL;
     for (int i = 0; i < rep->nrows; i++)
-        if (rep->rows[i].status == BENCH_ROW_FAIL || rep->rows[i].status == BENCH_ROW_ERROR)
+        if (bench_tally_row(loop, rep->rows[i].status))
             rc = BENCH_EXIT_FAIL;
     return rc;
 }
@@ -413,68 +378,17 @@ static int run_device(const bench_options *o, const flashcl_context_options *cop
 
 int bench_cmd_softmax(const bench_options *o)
 {
-    flashcl_context_options base;
-    memset(&base, 0, sizeof base);
-    base.backend = FLASHCL_BACKEND_AUTO;
-    base.device_index = -1;
-
-    int ndev = 1;
-    size_t count = 0;
-    if (o->all_devices) {
-        flashcl_status st = flashcl_list_devices(NULL, 0, &count);
-        if (st != FLASHCL_SUCCESS) {
-            fprintf(stderr, "flashcl-bench: listing devices failed: %s: %s\n",
-                    flashcl_status_string(st), flashcl_last_error());
-            return BENCH_EXIT_FAIL;
-        }
-        if (count == 0) {
-            fprintf(stderr, "flashcl-bench: no devices\n");
-            return BENCH_EXIT_FAIL;
-        }
-        ndev = (int)count;
-    }
-    bench_device_report *reports = calloc((size_t)ndev, sizeof *reports);
-    if (!reports) {
-        fprintf(stderr, "flashcl-bench: out of host memory\n");
+    int ndev = 0;
+    softmax_cmd cmd = {o, bench_device_reports(o, sizeof *cmd.reports, &ndev)};
+    if (!cmd.reports)
         return BENCH_EXIT_FAIL;
-    }
-
-    int rc = BENCH_EXIT_OK, done = 0;
-    const int total = ndev * o->nshapes * o->ndtypes;
-    for (int i = 0; i < ndev; i++) {
-        flashcl_context_options copts = base;
-        reports[i].index = -1;
-        if (o->all_devices) {
-            copts.device_index = i;
-            reports[i].index = i;
-        } else if (o->device) {
-            char *end;
-            errno = 0;
-            const long idx = strtol(o->device, &end, 10);
-            if (*o->device && !*end && !errno && idx >= 0 && idx <= 1000000) {
-                copts.device_index = (int)idx;
-                reports[i].index = (int)idx;
-            } else {
-                copts.device_match = o->device;
-            }
-        }
-        if (run_device(o, &copts, &reports[i], &done, total) != BENCH_EXIT_OK)
-            rc = BENCH_EXIT_FAIL;
-    }
-
-    if (o->json_path && bench_write_json(o->json_path, o, reports, ndev) != 0)
+    bench_device_loop loop;
+    int rc = bench_run_devices(o, ndev, o->nshapes * o->ndtypes, run_device, &cmd, &loop);
+    if (o->json_path && bench_write_json(o->json_path, o, cmd.reports, ndev) != 0)
         rc = BENCH_EXIT_FAIL;
-    int fails = 0, errors = 0;
-    for (int i = 0; i < ndev; i++) {
-        for (int r = 0; r < reports[i].nrows; r++) {
-            fails += reports[i].rows[r].status == BENCH_ROW_FAIL;
-            errors += reports[i].rows[r].status == BENCH_ROW_ERROR;
-        }
-        free(reports[i].rows);
-    }
-    free(reports);
-    if (fails || errors)
-        fprintf(stderr, "flashcl-bench: %d row(s) over tolerance, %d row(s) with errors\n",
-                fails, errors);
+    for (int i = 0; i < ndev; i++)
+        free(cmd.reports[i].rows);
+    free(cmd.reports);
+    bench_print_failures(loop.fails, loop.errors);
     return rc;
 }

@@ -1,4 +1,4 @@
-/* Internal to the suites (softmax_bench.c, attention_bench.c, setup.c): one device's state and the
+/* Internal to the suites (softmax_bench.c, attention_*.c, setup.c): one device's state and the
  * launch callbacks' data. */
 #ifndef FLASHCL_BENCH_SUITE_H
 #define FLASHCL_BENCH_SUITE_H
@@ -49,6 +49,39 @@ void bench_progress_clear(void);
 flashcl_status bench_open_context(const flashcl_context_options *base, int cold,
                                   bench_device_report *rep, flashcl_context **out,
                                   char *cache_dir, size_t cache_dir_size);
+/* The progress and the tally of a command's run over its devices. */
+typedef struct bench_device_loop {
+    int index;               /* the device's index in the list; -1 when --device names it */
+    int done, total;         /* progress: rows done, rows in all */
+    int fails, errors;       /* rows over tolerance, rows with errors: the callbacks add them */
+} bench_device_loop;
+/* Measures device i of the command on copts; returns BENCH_EXIT_OK or BENCH_EXIT_FAIL. */
+typedef int (*bench_device_fn)(void *suite, int i, const flashcl_context_options *copts,
+                               bench_device_loop *loop);
+/* The reports of a command, one per device it covers (every one with --all-devices, else
+ * 1): calloc'd, `size` bytes each, *ndev of them; NULL after saying why. */
+void *bench_device_reports(const bench_options *o, size_t size, int *ndev);
+/* Calls fn for each of the ndev devices, per_device rows each. Returns BENCH_EXIT_FAIL when
+ * any call did. */
+int bench_run_devices(const bench_options *o, int ndev, int per_device, bench_device_fn fn,
+                      void *suite, bench_device_loop *loop);
+/* Adds one row's status to the tally; returns 1 when it is a failure or an error. */
+int bench_tally_row(bench_device_loop *loop, bench_row_status status);
+/* Opens the device of copts (bench_open_context, progress shown), fills rep->opened, info and
+ * index. On failure: rep->error set and printed, loop->done advanced by per_device, the cache
+ * folder removed; returns the status. */
+flashcl_status bench_start_device(const bench_options *o, const flashcl_context_options *copts,
+                                  bench_device_report *rep, flashcl_context **ctx,
+                                  char *cache_dir, size_t cache_dir_size,
+                                  bench_device_loop *loop, int per_device);
+/* A row that could not be measured: its status and note from st and detail ("out of
+ * memory (detail)", "unsupported: detail", "error: <status>: detail"). */
+void bench_row_failed(bench_row_status *status, char *note, size_t note_size, flashcl_status st,
+                      const char *detail);
+/* The banner's first two lines: device, vendor | platform | driver. */
+void bench_print_device_head(const bench_device_report *rep);
+/* The closing line on stderr when rows failed or had errors. */
+void bench_print_failures(int fails, int errors);
 /* Removes a folder and everything in it (the --cold cache folder). */
 void bench_remove_tree(const char *dir);
 /* An OpenCL context on the same GPU as a context of another backend, or NULL. */
