@@ -1,6 +1,5 @@
 /* The public API: every argument is validated here, once, before anything is enqueued; the
  * backend receives descriptors already known to be valid. */
-#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -9,6 +8,7 @@
 
 #include "error.h"
 #include "handles.h"
+#include "text.h"
 #include "validate.h"
 
 /* ---- devices ---------------------------------------------------------------------------- */
@@ -74,18 +74,6 @@ flashcl_status flashcl_list_devices(flashcl_device_info *out, size_t capacity, s
     *count = n;
     free(slots);
     return FLASHCL_SUCCESS;
-}
-
-static int contains_nocase(const char *haystack, const char *needle) {
-    size_t n = strlen(needle);
-    for (; *haystack; haystack++) {
-        size_t i = 0;
-        while (i < n && haystack[i] &&
-               tolower((unsigned char)haystack[i]) == tolower((unsigned char)needle[i]))
-            i++;
-        if (i == n) return 1;
-    }
-    return 0;
 }
 
 static const char *backend_name(flashcl_backend b) {
@@ -167,7 +155,7 @@ static long choose_device(const fc_device_slot *slots, size_t n,
     if (o->device_match) {
         for (i = 0; i < n; i++)
             if (searchable(o->backend, &slots[i]) &&
-                contains_nocase(slots[i].info.name, o->device_match))
+                fc_contains_nocase(slots[i].info.name, o->device_match))
                 return (long)i;
         fc_fail(*st, "no %s device name contains '%s'",
                 o->backend == FLASHCL_BACKEND_AUTO ? "" : backend_name(o->backend),

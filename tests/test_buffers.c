@@ -14,20 +14,6 @@
 
 static flashcl_context *g_ctx;
 
-static flashcl_tensor view2d(flashcl_buffer *b, flashcl_dtype dt, int64_t rows, int64_t cols)
-{
-    flashcl_tensor t;
-    memset(&t, 0, sizeof t);
-    t.buffer = b;
-    t.dtype = dt;
-    t.ndim = 2;
-    t.shape[0] = rows;
-    t.shape[1] = cols;
-    t.strides[0] = cols;
-    t.strides[1] = 1;
-    return t;
-}
-
 /* y (f32, rows x cols, contiguous) against host_ref of x. */
 static void check_f32_softmax(const float *x, const float *y, int64_t rows, int64_t cols)
 {
@@ -194,9 +180,9 @@ static void test_ordering(void **state)
     assert_int_equal(flashcl_buffer_create(g_ctx, bytes, &xb), FLASHCL_SUCCESS);
     assert_int_equal(flashcl_buffer_create(g_ctx, bytes, &yb1), FLASHCL_SUCCESS);
     assert_int_equal(flashcl_buffer_create(g_ctx, bytes, &yb2), FLASHCL_SUCCESS);
-    flashcl_tensor x = view2d(xb, FLASHCL_F32, rows, cols);
-    flashcl_tensor t1 = view2d(yb1, FLASHCL_F32, rows, cols);
-    flashcl_tensor t2 = view2d(yb2, FLASHCL_F32, rows, cols);
+    flashcl_tensor x = tu_view2d(xb, FLASHCL_F32, rows, cols);
+    flashcl_tensor t1 = tu_view2d(yb1, FLASHCL_F32, rows, cols);
+    flashcl_tensor t2 = tu_view2d(yb2, FLASHCL_F32, rows, cols);
     for (int round = 0; round < 3; round++) {
         assert_int_equal(flashcl_buffer_write(xb, 0, x1, bytes), FLASHCL_SUCCESS);
         assert_int_equal(flashcl_softmax(g_ctx, NULL, &x, &t1), FLASHCL_SUCCESS);
@@ -237,8 +223,8 @@ static void test_destroy_context_with_live_buffers(void **state)
             float x[256];
             fill(x, 256, 7);
             assert_int_equal(flashcl_buffer_write(b[0], 0, x, sizeof x), FLASHCL_SUCCESS);
-            flashcl_tensor tx = view2d(b[0], FLASHCL_F32, 4, 64);
-            flashcl_tensor ty = view2d(b[2], FLASHCL_F32, 4, 64);
+            flashcl_tensor tx = tu_view2d(b[0], FLASHCL_F32, 4, 64);
+            flashcl_tensor ty = tu_view2d(b[2], FLASHCL_F32, 4, 64);
             assert_int_equal(flashcl_softmax(ctx, NULL, &tx, &ty), FLASHCL_SUCCESS);
         }
         flashcl_context_destroy(ctx);
@@ -406,8 +392,8 @@ static void test_interop_adopt(void **state)
     assert_ptr_equal(flashcl_buffer_cl_mem(yb), ym);
     assert_null(flashcl_buffer_cl_mem(NULL));
 
-    flashcl_tensor tx = view2d(xb, FLASHCL_F32, rows, cols);
-    flashcl_tensor ty = view2d(yb, FLASHCL_F32, rows, cols);
+    flashcl_tensor tx = tu_view2d(xb, FLASHCL_F32, rows, cols);
+    flashcl_tensor ty = tu_view2d(yb, FLASHCL_F32, rows, cols);
     assert_int_equal(flashcl_softmax(fc, NULL, &tx, &ty), FLASHCL_SUCCESS);
     /* the user's own read on the same in-order queue sees the result */
     assert_int_equal(clEnqueueReadBuffer(u.queue, ym, CL_TRUE, 0, bytes, y, 0, NULL, NULL),
@@ -494,8 +480,8 @@ static void test_interop_cl_objects(void **state)
 
     assert_int_equal(clEnqueueWriteBuffer(q, xm, CL_FALSE, 0, bytes, x, 0, NULL, NULL),
                      CL_SUCCESS);
-    flashcl_tensor tx = view2d(xb, FLASHCL_F32, rows, cols);
-    flashcl_tensor ty = view2d(yb, FLASHCL_F32, rows, cols);
+    flashcl_tensor tx = tu_view2d(xb, FLASHCL_F32, rows, cols);
+    flashcl_tensor ty = tu_view2d(yb, FLASHCL_F32, rows, cols);
     assert_int_equal(flashcl_softmax(g_ctx, NULL, &tx, &ty), FLASHCL_SUCCESS);
     assert_int_equal(clEnqueueReadBuffer(q, flashcl_buffer_cl_mem(yb), CL_TRUE, 0, bytes, y, 0,
                                          NULL, NULL),

@@ -21,20 +21,6 @@ static flashcl_buffer *g_xb, *g_yb;       /* 4096 bytes each */
 static flashcl_buffer *g_exact;           /* exactly ROWS*COLS f32 */
 static unsigned char g_xpat[BUF_BYTES], g_ypat[BUF_BYTES];
 
-static flashcl_tensor tensor(flashcl_buffer *b, flashcl_dtype dt, int64_t rows, int64_t cols)
-{
-    flashcl_tensor t;
-    memset(&t, 0, sizeof t);
-    t.buffer = b;
-    t.dtype = dt;
-    t.ndim = 2;
-    t.shape[0] = rows;
-    t.shape[1] = cols;
-    t.strides[0] = cols;
-    t.strides[1] = 1;
-    return t;
-}
-
 static void reset_buffers(void)
 {
     /* x holds finite inputs (so a call that runs would produce numbers), y the poison */
@@ -153,8 +139,8 @@ static void expect_ok(const char *what, const flashcl_softmax_params *p,
 static void test_null_pointers(void **state)
 {
     (void)state;
-    flashcl_tensor x = tensor(g_xb, FLASHCL_F32, ROWS, COLS);
-    flashcl_tensor y = tensor(g_yb, FLASHCL_F32, ROWS, COLS);
+    flashcl_tensor x = tu_view2d(g_xb, FLASHCL_F32, ROWS, COLS);
+    flashcl_tensor y = tu_view2d(g_yb, FLASHCL_F32, ROWS, COLS);
     expect_invalid_ctx("NULL ctx", NULL, &x, &y, LIST("ctx", "context"), W_NULL);
     expect_invalid("NULL x", NULL, NULL, &y, X_NAMES, W_NULL);
     expect_invalid("NULL y", NULL, &x, NULL, Y_NAMES, W_NULL);
@@ -171,12 +157,12 @@ static void test_nonpositive_sizes(void **state)
     const int64_t bad[] = {0, -1, INT64_MIN};
     for (size_t i = 0; i < 3; i++) {
         char what[64];
-        flashcl_tensor x = tensor(g_xb, FLASHCL_F32, bad[i], COLS);
-        flashcl_tensor y = tensor(g_yb, FLASHCL_F32, bad[i], COLS);
+        flashcl_tensor x = tu_view2d(g_xb, FLASHCL_F32, bad[i], COLS);
+        flashcl_tensor y = tu_view2d(g_yb, FLASHCL_F32, bad[i], COLS);
         snprintf(what, sizeof what, "rows = %lld", (long long)bad[i]);
         expect_invalid(what, NULL, &x, &y, XY_NAMES, W_SHAPE);
-        x = tensor(g_xb, FLASHCL_F32, ROWS, bad[i]);
-        y = tensor(g_yb, FLASHCL_F32, ROWS, bad[i]);
+        x = tu_view2d(g_xb, FLASHCL_F32, ROWS, bad[i]);
+        y = tu_view2d(g_yb, FLASHCL_F32, ROWS, bad[i]);
         x.strides[0] = y.strides[0] = COLS;
         snprintf(what, sizeof what, "cols = %lld", (long long)bad[i]);
         expect_invalid(what, NULL, &x, &y, XY_NAMES, W_SHAPE);
@@ -189,8 +175,8 @@ static void test_ndim(void **state)
     const int bad[] = {0, 1, 3, 4, 5, -1};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char what[64];
-        flashcl_tensor x = tensor(g_xb, FLASHCL_F32, ROWS, COLS);
-        flashcl_tensor y = tensor(g_yb, FLASHCL_F32, ROWS, COLS);
+        flashcl_tensor x = tu_view2d(g_xb, FLASHCL_F32, ROWS, COLS);
+        flashcl_tensor y = tu_view2d(g_yb, FLASHCL_F32, ROWS, COLS);
         x.shape[2] = x.shape[3] = 1;
         x.strides[2] = x.strides[3] = 1;
         x.ndim = bad[i];
@@ -206,15 +192,15 @@ static void test_ndim(void **state)
 static void test_shape_mismatch(void **state)
 {
     (void)state;
-    flashcl_tensor x = tensor(g_xb, FLASHCL_F32, ROWS, COLS);
-    flashcl_tensor y = tensor(g_yb, FLASHCL_F32, ROWS, COLS - 1);
+    flashcl_tensor x = tu_view2d(g_xb, FLASHCL_F32, ROWS, COLS);
+    flashcl_tensor y = tu_view2d(g_yb, FLASHCL_F32, ROWS, COLS - 1);
     y.strides[0] = COLS;
     expect_invalid("y cols != x cols", NULL, &x, &y, XY_NAMES,
                    LIST("shape", "match", "differ", "same"));
-    y = tensor(g_yb, FLASHCL_F32, ROWS - 1, COLS);
+    y = tu_view2d(g_yb, FLASHCL_F32, ROWS - 1, COLS);
     expect_invalid("y rows != x rows", NULL, &x, &y, XY_NAMES,
                    LIST("shape", "match", "differ", "same"));
-    y = tensor(g_yb, FLASHCL_F32, COLS, ROWS); /* transposed */
+    y = tu_view2d(g_yb, FLASHCL_F32, COLS, ROWS); /* transposed */
     expect_invalid("y transposed", NULL, &x, &y, XY_NAMES,
                    LIST("shape", "match", "differ", "same"));
 }
@@ -225,8 +211,8 @@ static void test_strides(void **state)
     const int64_t bad_last[] = {0, 2, -1};
     for (size_t i = 0; i < 3; i++) {
         char what[64];
-        flashcl_tensor x = tensor(g_xb, FLASHCL_F32, ROWS, COLS);
-        flashcl_tensor y = tensor(g_yb, FLASHCL_F32, ROWS, COLS);
+        flashcl_tensor x = tu_view2d(g_xb, FLASHCL_F32, ROWS, COLS);
+        flashcl_tensor y = tu_view2d(g_yb, FLASHCL_F32, ROWS, COLS);
         x.strides[1] = bad_last[i];
         snprintf(what, sizeof what, "x.strides[1] = %lld", (long long)bad_last[i]);
         expect_invalid(what, NULL, &x, &y, X_NAMES, W_STRIDE);
@@ -238,8 +224,8 @@ static void test_strides(void **state)
     const int64_t bad_row[] = {COLS - 1, 1, 0, -COLS};
     for (size_t i = 0; i < 4; i++) {
         char what[64];
-        flashcl_tensor x = tensor(g_xb, FLASHCL_F32, ROWS, COLS);
-        flashcl_tensor y = tensor(g_yb, FLASHCL_F32, ROWS, COLS);
+        flashcl_tensor x = tu_view2d(g_xb, FLASHCL_F32, ROWS, COLS);
+        flashcl_tensor y = tu_view2d(g_yb, FLASHCL_F32, ROWS, COLS);
         x.strides[0] = bad_row[i];
         snprintf(what, sizeof what, "x.strides[0] = %lld < cols", (long long)bad_row[i]);
         expect_invalid(what, NULL, &x, &y, X_NAMES, W_STRIDE);
@@ -249,8 +235,8 @@ static void test_strides(void **state)
         expect_invalid(what, NULL, &x, &y, Y_NAMES, W_STRIDE);
     }
     /* valid: different row strides for x and y, large strides */
-    flashcl_tensor x = tensor(g_xb, FLASHCL_F32, ROWS, COLS);
-    flashcl_tensor y = tensor(g_yb, FLASHCL_F32, ROWS, COLS);
+    flashcl_tensor x = tu_view2d(g_xb, FLASHCL_F32, ROWS, COLS);
+    flashcl_tensor y = tu_view2d(g_yb, FLASHCL_F32, ROWS, COLS);
     x.strides[0] = COLS + 3;
     y.strides[0] = 3 * COLS + 1;
     expect_ok("different row strides", NULL, &x, &y);
@@ -259,8 +245,8 @@ static void test_strides(void **state)
 static void test_offsets(void **state)
 {
     (void)state;
-    flashcl_tensor x = tensor(g_xb, FLASHCL_F32, ROWS, COLS);
-    flashcl_tensor y = tensor(g_yb, FLASHCL_F32, ROWS, COLS);
+    flashcl_tensor x = tu_view2d(g_xb, FLASHCL_F32, ROWS, COLS);
+    flashcl_tensor y = tu_view2d(g_yb, FLASHCL_F32, ROWS, COLS);
     const size_t bad32[] = {1, 2, 3, 6};
     for (size_t i = 0; i < 4; i++) {
         char what[64];
@@ -273,11 +259,11 @@ static void test_offsets(void **state)
         expect_invalid(what, NULL, &x, &y, Y_NAMES, LIST("offset", "align", "multiple"));
         y.offset = 0;
     }
-    flashcl_tensor yh = tensor(g_yb, FLASHCL_F16, ROWS, COLS);
+    flashcl_tensor yh = tu_view2d(g_yb, FLASHCL_F16, ROWS, COLS);
     yh.offset = 3;
     expect_invalid("f16 y.offset = 3", NULL, &x, &yh, Y_NAMES,
                    LIST("offset", "align", "multiple"));
-    flashcl_tensor xb = tensor(g_xb, FLASHCL_BF16, ROWS, COLS);
+    flashcl_tensor xb = tu_view2d(g_xb, FLASHCL_BF16, ROWS, COLS);
     xb.offset = 1;
     expect_invalid("bf16 x.offset = 1", NULL, &xb, &y, X_NAMES,
                    LIST("offset", "align", "multiple"));
@@ -294,15 +280,15 @@ static void test_view_past_buffer(void **state)
 {
     (void)state;
     /* g_exact holds exactly ROWS x COLS f32 */
-    flashcl_tensor x = tensor(g_exact, FLASHCL_F32, ROWS, COLS);
-    flashcl_tensor y = tensor(g_yb, FLASHCL_F32, ROWS, COLS);
+    flashcl_tensor x = tu_view2d(g_exact, FLASHCL_F32, ROWS, COLS);
+    flashcl_tensor y = tu_view2d(g_yb, FLASHCL_F32, ROWS, COLS);
     expect_ok("x fits its buffer exactly", NULL, &x, &y);
-    flashcl_tensor yx = tensor(g_exact, FLASHCL_F32, ROWS, COLS);
-    flashcl_tensor xx = tensor(g_xb, FLASHCL_F32, ROWS, COLS);
+    flashcl_tensor yx = tu_view2d(g_exact, FLASHCL_F32, ROWS, COLS);
+    flashcl_tensor xx = tu_view2d(g_xb, FLASHCL_F32, ROWS, COLS);
     expect_ok("y fits its buffer exactly", NULL, &xx, &yx);
     /* the last row needs only cols elements, not a whole stride */
-    flashcl_tensor x2 = tensor(g_exact, FLASHCL_F32, 2, COLS);
-    flashcl_tensor y2 = tensor(g_yb, FLASHCL_F32, 2, COLS);
+    flashcl_tensor x2 = tu_view2d(g_exact, FLASHCL_F32, 2, COLS);
+    flashcl_tensor y2 = tu_view2d(g_yb, FLASHCL_F32, 2, COLS);
     x2.strides[0] = ROWS * COLS - COLS;
     expect_ok("stride reaching exactly the end", NULL, &x2, &y2);
 
@@ -312,15 +298,15 @@ static void test_view_past_buffer(void **state)
     x.shape[0] = ROWS + 1;
     y.shape[0] = ROWS + 1;
     expect_invalid("x one row past its buffer", NULL, &x, &y, X_NAMES, W_EXTENT);
-    x = tensor(g_exact, FLASHCL_F32, ROWS, COLS);
-    y = tensor(g_yb, FLASHCL_F32, ROWS, COLS);
+    x = tu_view2d(g_exact, FLASHCL_F32, ROWS, COLS);
+    y = tu_view2d(g_yb, FLASHCL_F32, ROWS, COLS);
     x.strides[0] = COLS + 1;
     expect_invalid("x stride runs past its buffer", NULL, &x, &y, X_NAMES, W_EXTENT);
-    x = tensor(g_exact, FLASHCL_F16, ROWS, 2 * COLS + 1);
-    y = tensor(g_yb, FLASHCL_F16, ROWS, 2 * COLS + 1);
+    x = tu_view2d(g_exact, FLASHCL_F16, ROWS, 2 * COLS + 1);
+    y = tu_view2d(g_yb, FLASHCL_F16, ROWS, 2 * COLS + 1);
     expect_invalid("f16 x past its buffer by one element", NULL, &x, &y, X_NAMES, W_EXTENT);
-    x = tensor(g_xb, FLASHCL_F32, ROWS, COLS);
-    y = tensor(g_exact, FLASHCL_F32, ROWS, COLS);
+    x = tu_view2d(g_xb, FLASHCL_F32, ROWS, COLS);
+    y = tu_view2d(g_exact, FLASHCL_F32, ROWS, COLS);
     y.offset = ROWS * COLS * 4;
     expect_invalid("y starts at its buffer's end", NULL, &x, &y, Y_NAMES, W_EXTENT);
     y.offset = (size_t)1 << 40;
@@ -347,8 +333,8 @@ static void test_overflowing_sizes(void **state)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char what[128];
-        flashcl_tensor x = tensor(g_xb, FLASHCL_F32, cases[i].rows, cases[i].cols);
-        flashcl_tensor y = tensor(g_yb, FLASHCL_F32, cases[i].rows, cases[i].cols);
+        flashcl_tensor x = tu_view2d(g_xb, FLASHCL_F32, cases[i].rows, cases[i].cols);
+        flashcl_tensor y = tu_view2d(g_yb, FLASHCL_F32, cases[i].rows, cases[i].cols);
         x.strides[0] = y.strides[0] = cases[i].stride;
         x.offset = cases[i].offset;
         snprintf(what, sizeof what, "x [%lld, %lld] stride %lld offset %zu",
@@ -371,8 +357,8 @@ static void test_dtype(void **state)
     const int bad[] = {7, 3, -1};
     for (size_t i = 0; i < 3; i++) {
         char what[64];
-        flashcl_tensor x = tensor(g_xb, FLASHCL_F32, ROWS, COLS);
-        flashcl_tensor y = tensor(g_yb, FLASHCL_F32, ROWS, COLS);
+        flashcl_tensor x = tu_view2d(g_xb, FLASHCL_F32, ROWS, COLS);
+        flashcl_tensor y = tu_view2d(g_yb, FLASHCL_F32, ROWS, COLS);
         x.dtype = (flashcl_dtype)bad[i];
         snprintf(what, sizeof what, "x.dtype = %d", bad[i]);
         expect_invalid(what, NULL, &x, &y, X_NAMES, LIST("dtype", "type"));
@@ -387,8 +373,8 @@ static void test_overlap(void **state)
 {
     (void)state;
     /* x and y in one buffer, overlapping without being the same view */
-    flashcl_tensor x = tensor(g_xb, FLASHCL_F32, ROWS, COLS);
-    flashcl_tensor y = tensor(g_xb, FLASHCL_F32, ROWS, COLS);
+    flashcl_tensor x = tu_view2d(g_xb, FLASHCL_F32, ROWS, COLS);
+    flashcl_tensor y = tu_view2d(g_xb, FLASHCL_F32, ROWS, COLS);
     const char *const *w = LIST("overlap", "alias", "same");
     y.offset = 4;
     expect_invalid("y shifted by one element", NULL, &x, &y, XY_NAMES, w);
@@ -399,23 +385,23 @@ static void test_overlap(void **state)
     y.offset = 0;
     y.strides[0] = COLS + 1;
     expect_invalid("same start, different stride", NULL, &x, &y, XY_NAMES, w);
-    y = tensor(g_xb, FLASHCL_F32, ROWS, COLS);
+    y = tu_view2d(g_xb, FLASHCL_F32, ROWS, COLS);
     x.offset = 8 * 4;
     expect_invalid("x inside y", NULL, &x, &y, XY_NAMES, w);
 
     /* the same bytes seen with another dtype is not "the same view" */
-    x = tensor(g_xb, FLASHCL_F32, ROWS, COLS);
-    flashcl_tensor yh = tensor(g_xb, FLASHCL_F16, ROWS, COLS);
+    x = tu_view2d(g_xb, FLASHCL_F32, ROWS, COLS);
+    flashcl_tensor yh = tu_view2d(g_xb, FLASHCL_F16, ROWS, COLS);
     expect_invalid("same buffer/offset/shape, f32 -> f16", NULL, &x, &yh, XY_NAMES,
                    LIST("dtype", "overlap", "in place", "in-place", "alias", "same"));
-    flashcl_tensor xb = tensor(g_xb, FLASHCL_BF16, ROWS, COLS);
-    flashcl_tensor yf = tensor(g_xb, FLASHCL_F16, ROWS, COLS);
+    flashcl_tensor xb = tu_view2d(g_xb, FLASHCL_BF16, ROWS, COLS);
+    flashcl_tensor yf = tu_view2d(g_xb, FLASHCL_F16, ROWS, COLS);
     expect_invalid("same buffer/offset/shape, bf16 -> f16", NULL, &xb, &yf, XY_NAMES,
                    LIST("dtype", "overlap", "in place", "in-place", "alias", "same"));
 
     /* valid: disjoint views of one buffer, and a view with itself (in place) */
-    x = tensor(g_xb, FLASHCL_F32, ROWS, COLS);
-    y = tensor(g_xb, FLASHCL_F32, ROWS, COLS);
+    x = tu_view2d(g_xb, FLASHCL_F32, ROWS, COLS);
+    y = tu_view2d(g_xb, FLASHCL_F32, ROWS, COLS);
     y.offset = ROWS * COLS * 4;
     expect_ok("disjoint views in one buffer", NULL, &x, &y);
     expect_ok("in place", NULL, &x, &x);
@@ -426,8 +412,8 @@ static void test_overlap(void **state)
 static void test_params(void **state)
 {
     (void)state;
-    flashcl_tensor x = tensor(g_xb, FLASHCL_F32, ROWS, COLS);
-    flashcl_tensor y = tensor(g_yb, FLASHCL_F32, ROWS, COLS);
+    flashcl_tensor x = tu_view2d(g_xb, FLASHCL_F32, ROWS, COLS);
+    flashcl_tensor y = tu_view2d(g_yb, FLASHCL_F32, ROWS, COLS);
     flashcl_softmax_params p;
     memset(&p, 0, sizeof p);
     p.variant = (flashcl_softmax_variant)99;
@@ -473,15 +459,15 @@ static void test_foreign_buffer(void **state)
     unsigned char pat[BUF_BYTES];
     tu_poison(pat, BUF_BYTES, FLASHCL_F32);
     assert_int_equal(flashcl_buffer_write(ob, 0, pat, BUF_BYTES), FLASHCL_SUCCESS);
-    flashcl_tensor x = tensor(g_xb, FLASHCL_F32, ROWS, COLS);
-    flashcl_tensor y = tensor(ob, FLASHCL_F32, ROWS, COLS);
+    flashcl_tensor x = tu_view2d(g_xb, FLASHCL_F32, ROWS, COLS);
+    flashcl_tensor y = tu_view2d(ob, FLASHCL_F32, ROWS, COLS);
     expect_invalid("y.buffer of another context", NULL, &x, &y, Y_NAMES,
                    LIST("context", "buffer"));
     unsigned char got[BUF_BYTES];
     assert_int_equal(flashcl_buffer_read(ob, 0, got, BUF_BYTES), FLASHCL_SUCCESS);
     assert_memory_equal(got, pat, BUF_BYTES);
-    flashcl_tensor xo = tensor(ob, FLASHCL_F32, ROWS, COLS);
-    y = tensor(g_yb, FLASHCL_F32, ROWS, COLS);
+    flashcl_tensor xo = tu_view2d(ob, FLASHCL_F32, ROWS, COLS);
+    y = tu_view2d(g_yb, FLASHCL_F32, ROWS, COLS);
     expect_invalid("x.buffer of another context", NULL, &xo, &y, X_NAMES,
                    LIST("context", "buffer"));
     flashcl_buffer_destroy(ob);
@@ -491,8 +477,8 @@ static void test_foreign_buffer(void **state)
 static void test_unused_dims_ignored(void **state)
 {
     (void)state;
-    flashcl_tensor x = tensor(g_xb, FLASHCL_F32, ROWS, COLS);
-    flashcl_tensor y = tensor(g_yb, FLASHCL_F32, ROWS, COLS);
+    flashcl_tensor x = tu_view2d(g_xb, FLASHCL_F32, ROWS, COLS);
+    flashcl_tensor y = tu_view2d(g_yb, FLASHCL_F32, ROWS, COLS);
     x.shape[2] = x.shape[3] = -5;
     x.strides[2] = x.strides[3] = 0;
     y.shape[2] = 1 << 20;

@@ -535,3 +535,17 @@ done:
     flashcl_buffer_destroy(xb);
     return st;
 }
+
+flashcl_tensor tu_view2d(flashcl_buffer *b, flashcl_dtype dt, int64_t rows, int64_t cols)
+{
+    flashcl_tensor t;
+    memset(&t, 0, sizeof t);
+    t.buffer = b;
+    t.dtype = dt;
+    t.ndim = 2;
+    t.shape[0] = rows;
+    t.shape[1] = cols;
+    t.strides[0] = cols;
+    t.strides[1] = 1;
+    return t;
+}

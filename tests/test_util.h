@@ -45,6 +45,9 @@ flashcl_context *tu_context_or_skip(void);
 /* Same, returning the status (for tests that look at failures themselves). */
 flashcl_status tu_context_create(const char *cache_dir, flashcl_context **out);
 
+/* A contiguous 2-D view [rows, cols] of `b` at offset 0. */
+flashcl_tensor tu_view2d(flashcl_buffer *b, flashcl_dtype dt, int64_t rows, int64_t cols);
+
 /* Exits with 77 after printing the reason when `st` is FLASHCL_DEVICE_NOT_FOUND. */
 void tu_skip_if_no_device(flashcl_status st);
 

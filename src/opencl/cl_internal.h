@@ -41,6 +41,9 @@ typedef struct fc_cl_device {
     cl_ulong max_alloc_bytes;
     char driver_version[128];
     char device_version[128];
+    int opencl_c_major;         /* of CL_DEVICE_OPENCL_C_VERSION; 1 when unknown */
+    int has_int64_atomics;      /* cl_khr_int64_base_atomics */
+    int nv_compute_major;       /* NVIDIA compute capability major; 0 when unknown */
 } fc_cl_device;
 
 /* Kernels of the softmax program (cl/softmax.cl), indexed [input dtype][output dtype], and the

@@ -1,28 +1,16 @@
 /* Finds every OpenCL device and describes it: vendor, limits, and which reduction mechanism
  * the kernels may use there. */
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cl_internal.h"
 #include "../error.h"
+#include "../text.h"
 
 /* Upper bounds on what we enumerate; real systems have a handful of each. */
 #define FC_MAX_PLATFORMS 32
 #define FC_MAX_DEVICES_PER_PLATFORM 64
-
-static int contains_nocase(const char *haystack, const char *needle) {
-    size_t n = strlen(needle);
-    for (; *haystack; haystack++) {
-        size_t i = 0;
-        while (i < n && haystack[i] &&
-               tolower((unsigned char)haystack[i]) == tolower((unsigned char)needle[i]))
-            i++;
-        if (i == n) return 1;
-    }
-    return 0;
-}
 
 static void info_string(cl_device_id d, cl_device_info what, char *out, size_t size) {
     out[0] = '\0';
@@ -43,13 +31,13 @@ static int has_extension(const char *extensions, const char *name) {
 }
 
 static fc_vendor detect_vendor(const char *platform, const char *vendor, const char *name) {
-    if (contains_nocase(platform, "portable computing language") ||
-        contains_nocase(platform, "pocl"))
+    if (fc_contains_nocase(platform, "portable computing language") ||
+        fc_contains_nocase(platform, "pocl"))
         return FC_VENDOR_POCL;
-    if (contains_nocase(vendor, "nvidia")) return FC_VENDOR_NVIDIA;
-    if (contains_nocase(vendor, "advanced micro devices") || contains_nocase(vendor, "amd"))
+    if (fc_contains_nocase(vendor, "nvidia")) return FC_VENDOR_NVIDIA;
+    if (fc_contains_nocase(vendor, "advanced micro devices") || fc_contains_nocase(vendor, "amd"))
         return FC_VENDOR_AMD;
-    if (contains_nocase(vendor, "intel")) return FC_VENDOR_INTEL;
+    if (fc_contains_nocase(vendor, "intel")) return FC_VENDOR_INTEL;
     (void)name;
     return FC_VENDOR_OTHER;
 }
@@ -124,6 +112,20 @@ flashcl_status fc_cl_describe(cl_platform_id platform, cl_device_id device, fc_c
     } else {
         dev->subgroups = FC_SG_NONE;
         dev->subgroup_size = 0;
+    }
+
+    {
+        /* "OpenCL C <major>.<minor> ..." */
+        char c_version[64];
+        info_string(device, CL_DEVICE_OPENCL_C_VERSION, c_version, sizeof c_version);
+        dev->opencl_c_major =
+            strncmp(c_version, "OpenCL C ", 9) == 0 && atoi(c_version + 9) > 0 ? atoi(c_version + 9) : 1;
+    }
+    dev->has_int64_atomics = has_extension(extensions, "cl_khr_int64_base_atomics");
+    if (has_extension(extensions, "cl_nv_device_attribute_query")) {
+        cl_uint major = 0; /* CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV */
+        if (clGetDeviceInfo(device, 0x4000, sizeof major, &major, NULL) == CL_SUCCESS)
+            dev->nv_compute_major = (int)major;
     }
 
     dev->info.backend = FLASHCL_BACKEND_OPENCL;

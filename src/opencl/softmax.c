@@ -46,36 +46,6 @@ static size_t fc_ceil_pow2(size_t v)
     return p;
 }
 
-static int fc_device_has_extension(cl_device_id device, const char *name)
-{
-    size_t size = 0, len = strlen(name);
-    char *ext, *p;
-    int found = 0;
-    if (!device || clGetDeviceInfo(device, CL_DEVICE_EXTENSIONS, 0, NULL, &size) != CL_SUCCESS ||
-        size == 0)
-        return 0;
-    ext = malloc(size + 1);
-    if (!ext) return 0;
-    if (clGetDeviceInfo(device, CL_DEVICE_EXTENSIONS, size, ext, NULL) == CL_SUCCESS) {
-        ext[size] = '\0';
-        for (p = strstr(ext, name); p && !found; p = strstr(p + 1, name))
-            found = (p == ext || p[-1] == ' ') && (p[len] == ' ' || p[len] == '\0');
-    }
-    free(ext);
-    return found;
-}
-
-/* OpenCL C major version of the device compiler (1 when unknown). */
-static int fc_device_c_major(cl_device_id device)
-{
-    char version[64] = "";
-    if (!device || clGetDeviceInfo(device, CL_DEVICE_OPENCL_C_VERSION, sizeof version - 1, version,
-                                   NULL) != CL_SUCCESS)
-        return 1;
-    /* "OpenCL C <major>.<minor> ..." */
-    return strncmp(version, "OpenCL C ", 9) == 0 ? atoi(version + 9) : 1;
-}
-
 /* A pure function of the device, so the options (at build time) and the launch limits (at
  * kernel creation, also for a program loaded from the cache) always agree. */
 static void fc_softmax_tune(const fc_cl_device *dev, fc_softmax_tuning *t)
@@ -98,7 +68,7 @@ static void fc_softmax_tune(const fc_cl_device *dev, fc_softmax_tuning *t)
         t->coop_wg = 1024;
         t->coop = (dev->vendor == FC_VENDOR_NVIDIA || dev->vendor == FC_VENDOR_AMD) &&
                   dev->compute_units >= 2 &&
-                  fc_device_has_extension(dev->device, "cl_khr_int64_base_atomics");
+                  dev->has_int64_atomics;
     } else {
         /* CPUs (PoCL): work-items are loop iterations vectorised across lanes; a few hundred
          * per work-group keep private arrays in cache. No cooperative path: CPU threads give
@@ -125,14 +95,10 @@ static void fc_softmax_tune(const fc_cl_device *dev, fc_softmax_tuning *t)
      * memory, not on exp), and exp is the specified accuracy. */
     t->fast_exp = 0;
     t->nv_sleep = 0;
-    if (t->sg == FC_SG_NV_PTX && fc_device_has_extension(dev->device, "cl_nv_device_attribute_query")) {
-        cl_uint major = 0; /* CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV */
-        if (clGetDeviceInfo(dev->device, 0x4000, sizeof major, &major, NULL) == CL_SUCCESS)
-            t->nv_sleep = major >= 7;
-    }
+    if (t->sg == FC_SG_NV_PTX) t->nv_sleep = dev->nv_compute_major >= 7;
     /* cl_khr_subgroups functions are declared for OpenCL C 2.0+ only. */
     if (t->sg == FC_SG_KHR) {
-        int major = fc_device_c_major(dev->device);
+        int major = dev->opencl_c_major;
         t->cl_std = major >= 3 ? "-cl-std=CL3.0" : major == 2 ? "-cl-std=CL2.0" : "";
     }
 }

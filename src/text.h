@@ -1,0 +1,21 @@
+/* Small string helpers shared by the API layer and the backends. */
+#ifndef FLASHCL_TEXT_H
+#define FLASHCL_TEXT_H
+
+#include <ctype.h>
+#include <string.h>
+
+/* Whether `needle` occurs in `haystack`, ignoring ASCII case. */
+static inline int fc_contains_nocase(const char *haystack, const char *needle) {
+    size_t n = strlen(needle);
+    for (; *haystack; haystack++) {
+        size_t i = 0;
+        while (i < n && haystack[i] &&
+               tolower((unsigned char)haystack[i]) == tolower((unsigned char)needle[i]))
+            i++;
+        if (i == n) return 1;
+    }
+    return 0;
+}
+
+#endif
