@@ -8,9 +8,10 @@ so both libraries are timed with the same CUDA events. Prints one table per oper
   softmax:   shape, dtype, flashcl and torch ms (median), GB/s counting rows*cols*(in+out)
              bytes once, flashcl as % of a torch copy_ of the same bytes, speedup, and the
              largest |y - ref| of each library against a float64 torch reference.
-  attention: (when the library's CUDA backend implements it) torch
-             scaled_dot_product_attention with an explicit bottom-right causal mask when
-             Sq != Sk; TFLOP/s and max error against float64.
+  attention: torch scaled_dot_product_attention as torch chooses (cuDNN on Hopper) and with
+             only its FlashAttention-2 backend, bottom-right causal (causal_lower_right, or an
+             explicit mask on old torch) when Sq != Sk; TFLOP/s, flashcl's K+V GB/s (the
+             decode figure), and max error against float64 on the last 128 query rows.
 
 usage: compare_torch.py [--lib path/to/libflashcl.so] [--dtypes f32,f16,bf16] [--log]
                         [--shapes 4096x4096,...] [--variant auto|rows|chunked|split]
@@ -220,19 +221,36 @@ def run_softmax(fl, torch, args):
 
 
 ATTENTION_SHAPES = [  # (batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim, causal)
-    (4, 4096, 4096, 32, 32, 128, 0), (4, 4096, 4096, 32, 32, 128, 1),
-    (16, 1024, 1024, 16, 16, 64, 1), (2, 8192, 8192, 16, 4, 128, 1),
-    (4, 512, 4096, 32, 8, 128, 1), (8, 1, 8192, 32, 8, 128, 0), (8, 16, 16384, 32, 8, 128, 1),
+    # FlashAttention's grid (B*S = 16384, H = 2048 / D), both masks
+    (16, 1024, 1024, 16, 16, 128, 0), (16, 1024, 1024, 16, 16, 128, 1),
+    (4, 4096, 4096, 16, 16, 128, 0), (4, 4096, 4096, 16, 16, 128, 1),
+    (1, 16384, 16384, 16, 16, 128, 0), (1, 16384, 16384, 16, 16, 128, 1),
+    (32, 512, 512, 32, 32, 64, 0), (8, 2048, 2048, 32, 32, 64, 0), (8, 2048, 2048, 32, 32, 64, 1),
+    # GQA prefill, chunked prefill (Sq < Sk, bottom-right causal), decode
+    (2, 8192, 8192, 16, 4, 128, 1), (4, 512, 4096, 32, 8, 128, 1),
+    (1, 1, 65536, 32, 4, 128, 0), (8, 1, 8192, 32, 8, 128, 0), (8, 16, 16384, 32, 8, 128, 1),
 ]
+
+
+def torch_sdpa_tools():
+    """torch's backend selector and bottom-right causal bias, or (None, None) on old torch."""
+    try:
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        from torch.nn.attention.bias import causal_lower_right
+        return (lambda: sdpa_kernel(SDPBackend.FLASH_ATTENTION)), causal_lower_right
+    except ImportError:
+        return None, None
 
 
 def run_attention(fl, torch, args):
     F = torch.nn.functional
     dtypes = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
-    header = "%-28s %-5s %9s %9s %8s %8s %7s %10s %10s" % (
-        "B,Sq,Sk,Hq,Hkv,D,causal", "dtype", "fl ms", "torch ms", "fl TF/s", "th TF/s",
-        "speedup", "fl maxerr", "th maxerr")
-    print("\nattention on %s" % fl.device_name)
+    flash_only, lower_right = torch_sdpa_tools()
+    header = "%-28s %-5s %9s %9s %9s %8s %8s %8s %7s %8s %10s %10s" % (
+        "B,Sq,Sk,Hq,Hkv,D,causal", "dtype", "fl ms", "torch ms", "FA2 ms", "fl TF/s", "th TF/s",
+        "FA2 TF/s", "vs FA2", "fl GB/s", "fl maxerr", "th maxerr")
+    print("\nattention on %s (torch: its default SDPA choice; FA2: the flash backend forced; "
+          "GB/s: K+V bytes / time)" % fl.device_name)
     print(header)
     print("-" * len(header))
     for (b, sq, sk, hq, hkv, d, causal) in ATTENTION_SHAPES:
@@ -280,7 +298,20 @@ def run_attention(fl, torch, args):
             def run_torch():
                 if causal and sq == sk:
                     return F.scaled_dot_product_attention(qt, kt, vt, is_causal=True, **gqa)
+                if causal and lower_right is not None:
+                    return F.scaled_dot_product_attention(qt, kt, vt, attn_mask=lower_right(sq, sk),
+                                                          **gqa)
                 return F.scaled_dot_product_attention(qt, kt, vt, attn_mask=mask, **gqa)
+
+            def time_flash_backend():
+                """torch with only its FlashAttention-2 backend allowed; None where it refuses."""
+                if flash_only is None:
+                    return None
+                try:
+                    with flash_only():
+                        return time_ms(torch, run_torch, args.reps)
+                except RuntimeError:
+                    return None
 
             # Errors against float64 on the last (up to) 128 query rows: the full reference
             # of the large shapes would not fit in memory.
@@ -297,12 +328,18 @@ def run_attention(fl, torch, args):
             del ref, kd, vd
             t_fl = time_ms(torch, run_flashcl, args.reps)
             t_th = time_ms(torch, run_torch, args.reps)
+            t_fa = time_flash_backend()
             visible = sq * sk if not causal else sum(
                 max(0, min(sk, i + sk - sq + 1)) for i in range(sq))
             flops = 4.0 * b * hq * visible * d
-            print("%-28s %-5s %9.4f %9.4f %8.1f %8.1f %6.2fx %10.2e %10.2e" % (
+            kv_bytes = 2.0 * b * sk * hkv * d * q.element_size()
+            fa_ms = "%9.4f" % t_fa if t_fa else "%9s" % "-"
+            fa_tf = "%8.1f" % (flops / t_fa / 1e9) if t_fa else "%8s" % "-"
+            vs_fa = "%6.2fx" % (t_fa / t_fl) if t_fa else "%7s" % "-"
+            print("%-28s %-5s %9.4f %9.4f %s %8.1f %8.1f %s %s %8.0f %10.2e %10.2e" % (
                 "%d,%d,%d,%d,%d,%d,%d" % (b, sq, sk, hq, hkv, d, causal), dname, t_fl, t_th,
-                flops / t_fl / 1e9, flops / t_th / 1e9, t_th / t_fl, err_fl, err_th))
+                fa_ms, flops / t_fl / 1e9, flops / t_th / 1e9, fa_tf, vs_fa,
+                kv_bytes / t_fl / 1e6, err_fl, err_th))
             sys.stdout.flush()
             fl.release()
             del q, k, v, o, qt, kt, vt

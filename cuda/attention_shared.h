@@ -50,17 +50,31 @@ typedef struct fc_merge_args {
 } fc_merge_args;
 #define FC_MERGE_ARGS_BYTES 144
 
-/* Tensor-core forward (f16/bf16): 4 warps, 64 packed rows per block, key blocks of KEYS.
- * X(name, head_dim_pad, keys): the host takes the first whose pad covers head_dim. */
+/* Tensor-core forward (f16/bf16): blocks of FC_ATTENTION_TC_WARPS warps, each warp owning
+ * `mtiles` tiles of 16 packed rows (64·mtiles rows per block), key blocks of `keys`.
+ * X(name, head_dim_pad, keys, mtiles): the host takes the first whose pad covers head_dim.
+ * mtiles = 2 halves the shared-memory reads per mma; D > 128 cannot hold two tiles' O, and
+ * from D = 96 on, 64-key blocks would spill registers with two tiles (ptxas, sm_90a). The configurations after
+ * the first of a pad are alternatives for measurements (FLASHCL_CUDA_ATTENTION_CONFIG=name). */
 #define FC_ATTENTION_TC_CONFIGS(X) \
-    X(d32, 32, 64)                 \
-    X(d64, 64, 64)                 \
-    X(d96, 96, 64)                 \
-    X(d128, 128, 64)               \
-    X(d192, 192, 32)               \
-    X(d256, 256, 32)
-#define FC_ATTENTION_TC_THREADS 128
-#define FC_ATTENTION_TC_ROWS 64
+    X(d32, 32, 64, 2)              \
+    X(d64, 64, 64, 2)              \
+    X(d96, 96, 32, 2)              \
+    X(d128, 128, 32, 2)            \
+    X(d128m1, 128, 64, 1)          \
+    X(d192, 192, 32, 1)            \
+    X(d256, 256, 32, 1)
+#define FC_ATTENTION_TC_WARPS 4
+#define FC_ATTENTION_TC_THREADS (32 * FC_ATTENTION_TC_WARPS)
+
+/* Tensor-core decode (f16/bf16, at most 16 packed rows): 4 warps, each streaming its own key
+ * blocks of `keys` through a ring of `stages` shared-memory slots. X(name, head_dim_pad, keys,
+ * stages); sized for two blocks per SM on sm90 (one for d256). */
+#define FC_ATTENTION_TC_DECODE_CONFIGS(X) \
+    X(d64, 64, 32, 3)                     \
+    X(d128, 128, 16, 3)                   \
+    X(d256, 256, 16, 2)
+#define FC_ATTENTION_TC_DECODE_ROWS 16
 
 /* SIMT forward, true f32 (and the fallback for any layout, alignment or head_dim of any dtype):
  * 4 warps, 16 packed rows per block (4 per warp), key blocks of 32 (one per lane). */

@@ -114,21 +114,15 @@ static flashcl_status apply_environment(flashcl_context_options *o, char *match_
     return FLASHCL_SUCCESS;
 }
 
+/* Whether a device of this slot may be chosen. Under AUTO every backend may: the registry lists
+ * CUDA devices first, so searches take an NVIDIA GPU with a working driver through CUDA, and
+ * FLASHCL_BACKEND=opencl (opts.backend) reaches its OpenCL twin. */
 static int backend_allowed(flashcl_backend wanted, const fc_device_slot *slot) {
     return wanted == FLASHCL_BACKEND_AUTO || slot->backend->kind == wanted;
 }
 
-/* Whether a search (by name, or for the best device) may return this slot. The CUDA backend
- * is compiled in but not yet verified on a GPU, so searches under AUTO leave it out: only
- * FLASHCL_BACKEND=cuda (opts.backend) or an explicit index select it. Once its suite passes
- * on NVIDIA hardware, AUTO prefers it. */
-static int searchable(flashcl_backend wanted, const fc_device_slot *slot) {
-    if (wanted == FLASHCL_BACKEND_AUTO) return slot->backend->kind != FLASHCL_BACKEND_CUDA;
-    return slot->backend->kind == wanted;
-}
-
 /* Picks the device: an explicit index, else the first name match, else the best one (the first
- * OpenCL GPU, else the first device). Returns -1 and sets the error. */
+ * GPU, else the first device). Returns -1 and sets the error. */
 static long choose_device(const fc_device_slot *slots, size_t n,
                           const flashcl_context_options *o, flashcl_status *st) {
     size_t i;
@@ -154,7 +148,7 @@ static long choose_device(const fc_device_slot *slots, size_t n,
     }
     if (o->device_match) {
         for (i = 0; i < n; i++)
-            if (searchable(o->backend, &slots[i]) &&
+            if (backend_allowed(o->backend, &slots[i]) &&
                 fc_contains_nocase(slots[i].info.name, o->device_match))
                 return (long)i;
         fc_fail(*st, "no %s device name contains '%s'",
@@ -163,10 +157,10 @@ static long choose_device(const fc_device_slot *slots, size_t n,
         return -1;
     }
     for (i = 0; i < n; i++)
-        if (searchable(o->backend, &slots[i]) && (slots[i].info.features & FLASHCL_FEATURE_GPU))
+        if (backend_allowed(o->backend, &slots[i]) && (slots[i].info.features & FLASHCL_FEATURE_GPU))
             return (long)i;
     for (i = 0; i < n; i++)
-        if (searchable(o->backend, &slots[i])) return (long)i;
+        if (backend_allowed(o->backend, &slots[i])) return (long)i;
     fc_fail(*st, "no %s device found", backend_name(o->backend));
     return -1;
 }

@@ -446,7 +446,17 @@ int main(void)
                 flashcl_last_error());
         return 1;
     }
+    flashcl_device_info probe_dev;
+    assert_int_equal(flashcl_context_device(probe, &probe_dev), FLASHCL_SUCCESS);
     flashcl_context_destroy(probe);
+    if (probe_dev.backend != FLASHCL_BACKEND_OPENCL) {
+        printf("SKIP: the context is on the %s backend, whose kernels are compiled ahead of time "
+               "(no kernel cache); FLASHCL_BACKEND=opencl tests the cache\n",
+               probe_dev.backend == FLASHCL_BACKEND_CUDA ? "CUDA" : "non-OpenCL");
+        tu_remove_tree(g_home);
+        free(g_home);
+        return 77;
+    }
     if (flashcl_files_in_home(NULL, 0) != 0) {
         fprintf(stderr, "FAIL: cache_dir \"\" wrote into $HOME\n");
         return 1;

@@ -164,6 +164,12 @@ static void test_default_device(void **state)
     for (size_t i = 0; i < g_count; i++)
         listed |= !strcmp(info.name, g_devs[i].name);
     assert_true(listed);
+    /* AUTO prefers CUDA where a CUDA device works, else a GPU over a CPU */
+    if (has_cuda_device())
+        assert_int_equal(info.backend, FLASHCL_BACKEND_CUDA);
+    for (size_t i = 0; i < g_count; i++)
+        if (g_devs[i].features & FLASHCL_FEATURE_GPU)
+            assert_true(info.features & FLASHCL_FEATURE_GPU);
     flashcl_context_destroy(ctx);
     /* index -1 is "best": the same choice */
     flashcl_context_options o = opts(-1, NULL);

@@ -1,5 +1,6 @@
 /* The CUDA backend's attention: forward (tensor cores for f16/bf16 with 16-byte aligned rows and
- * head_dim % 8 == 0, true-f32 SIMT otherwise) with split-KV when the problem has too few blocks
+ * head_dim % 8 == 0 -- a decode kernel for at most 16 packed query rows, the prefill kernel
+ * otherwise -- true-f32 SIMT for the rest) with split-KV when the problem has too few blocks
  * to fill the GPU (decode: few queries, long keys), and the merge of partial results. */
 #include <stdlib.h>
 #include <string.h>
@@ -10,19 +11,6 @@
 _Static_assert(sizeof(fc_attention_args) == FC_ATTENTION_ARGS_BYTES, "attention args layout");
 _Static_assert(sizeof(fc_merge_part) == FC_MERGE_PART_BYTES, "merge part layout");
 _Static_assert(sizeof(fc_merge_args) == FC_MERGE_ARGS_BYTES, "merge args layout");
-
-static const struct {
-    int pad, keys;
-} tc_configs[FC_TC_CONFIG_COUNT] = {
-#define FC_TC_ROW_(name, pad, keys) {pad, keys},
-    FC_ATTENTION_TC_CONFIGS(FC_TC_ROW_)
-#undef FC_TC_ROW_
-};
-static const int simt_pads[FC_SIMT_CONFIG_COUNT] = {
-#define FC_SIMT_ROW_(name, pad) pad,
-    FC_ATTENTION_SIMT_CONFIGS(FC_SIMT_ROW_)
-#undef FC_SIMT_ROW_
-};
 
 #define FC_MAX_SPLITS 64
 
@@ -80,13 +68,58 @@ static flashcl_status merge_splits(fc_cuda_context *ctx, const fc_attention_args
                   1, FC_MERGE_THREADS, 0, &m, "split-KV merge");
 }
 
-flashcl_status fc_cuda_attention_forward(void *opaque, const fc_attention_desc *d) {
-    fc_cuda_context *ctx = opaque;
+/* The first usable kernel of a set whose head-dim pad covers head_dim, or NULL; the one named
+ * by FLASHCL_CUDA_ATTENTION_CONFIG instead when it is in the set and fits (measurements). */
+static const fc_cuda_attention_kernel *first_fit(const fc_cuda_attention_kernel *set, int count,
+                                                 int stride, int64_t head_dim) {
+    const char *forced = getenv("FLASHCL_CUDA_ATTENTION_CONFIG");
+    const fc_cuda_attention_kernel *found = NULL;
+    int c;
+    for (c = 0; c < count; c++) {
+        const fc_cuda_attention_kernel *k = &set[c * stride];
+        if (!k->usable || k->pad < head_dim) continue;
+        if (forced && !strcmp(forced, k->config)) return k;
+        if (!found) found = k;
+    }
+    return found;
+}
+
+/* The forward kernel for this call: tensor cores when the dtype is 16-bit and the rows allow
+ * 16-byte copies (the decode kernel when all packed rows fit its 16, unless
+ * FLASHCL_CUDA_ATTENTION_NO_DECODE=1 asks for the prefill kernel, for comparisons), else the
+ * SIMT kernel, which takes any layout. */
+static const fc_cuda_attention_kernel *choose_kernel(const fc_cuda_context *ctx,
+                                                     const fc_attention_desc *d,
+                                                     const fc_attention_args *a, int *decode) {
+    const fc_cuda_kernels *k = &ctx->kernels;
     const size_t bytes = dtype_bytes(d->dtype);
     const fc_cuda_attention_kernel *kernel = NULL;
+    const char *no_decode = getenv("FLASHCL_CUDA_ATTENTION_NO_DECODE");
+    *decode = 0;
+    if (d->dtype != FLASHCL_F32 && d->head_dim % 8 == 0 &&
+        rows_16b_aligned(a->q, a->q_strides, bytes) && rows_16b_aligned(a->k, a->k_strides, bytes) &&
+        rows_16b_aligned(a->v, a->v_strides, bytes) && rows_16b_aligned(a->o, a->o_strides, bytes)) {
+        if (d->seqlen_q * a->group <= FC_ATTENTION_TC_DECODE_ROWS &&
+            !(no_decode && !strcmp(no_decode, "1"))) {
+            kernel = first_fit(&k->attention_tc_decode[0][d->dtype - 1], FC_TC_DECODE_CONFIG_COUNT,
+                               2, d->head_dim);
+            *decode = kernel != NULL;
+        }
+        if (!kernel)
+            kernel = first_fit(&k->attention_tc[0][d->dtype - 1], FC_TC_CONFIG_COUNT, 2, d->head_dim);
+    }
+    if (!kernel)
+        kernel = first_fit(&k->attention_simt[0][d->dtype], FC_SIMT_CONFIG_COUNT, FC_CUDA_DTYPES,
+                           d->head_dim);
+    return kernel;
+}
+
+flashcl_status fc_cuda_attention_forward(void *opaque, const fc_attention_desc *d) {
+    fc_cuda_context *ctx = opaque;
+    const fc_cuda_attention_kernel *kernel;
     fc_attention_args a;
-    int rows = 0, keys = 0, c;
-    uint64_t row_blocks, blocks, splits = 1, keys_per_split;
+    int decode;
+    uint64_t row_blocks, blocks, splits = 1, keys_per_split, min_split_keys;
     CUdeviceptr scratch;
     flashcl_status st;
 
@@ -109,20 +142,7 @@ flashcl_status fc_cuda_attention_forward(void *opaque, const fc_attention_desc *
     a.causal = d->causal, a.window_left = d->window_left, a.window_right = d->window_right;
     a.group = (int32_t)(d->heads_q / d->heads_kv);
 
-    /* Tensor cores when the rows allow 16-byte copies; else the SIMT kernel (any layout). */
-    if (d->dtype != FLASHCL_F32 && d->head_dim % 8 == 0 &&
-        rows_16b_aligned(a.q, a.q_strides, bytes) && rows_16b_aligned(a.k, a.k_strides, bytes) &&
-        rows_16b_aligned(a.v, a.v_strides, bytes) && rows_16b_aligned(a.o, a.o_strides, bytes))
-        for (c = 0; c < FC_TC_CONFIG_COUNT && !kernel; c++)
-            if (tc_configs[c].pad >= d->head_dim && ctx->kernels.attention_tc[c][d->dtype - 1].usable) {
-                kernel = &ctx->kernels.attention_tc[c][d->dtype - 1];
-                rows = FC_ATTENTION_TC_ROWS, keys = tc_configs[c].keys;
-            }
-    for (c = 0; c < FC_SIMT_CONFIG_COUNT && !kernel; c++)
-        if (simt_pads[c] >= d->head_dim && ctx->kernels.attention_simt[c][d->dtype].usable) {
-            kernel = &ctx->kernels.attention_simt[c][d->dtype];
-            rows = FC_ATTENTION_SIMT_ROWS, keys = FC_ATTENTION_SIMT_KEYS;
-        }
+    kernel = choose_kernel(ctx, d, &a, &decode);
     if (!kernel)
         return fc_fail(FLASHCL_UNSUPPORTED,
                        "no CUDA attention kernel fits head_dim %lld in this device's %zu bytes of "
@@ -130,16 +150,19 @@ flashcl_status fc_cuda_attention_forward(void *opaque, const fc_attention_desc *
                        (long long)d->head_dim, ctx->info.local_mem_bytes);
 
     /* Split the keys when the (row block, batch, kv head) blocks would leave SMs idle: decode
-     * shapes (Sq <= 16) and long keys. Each split covers at least two key blocks. */
-    row_blocks = ceil_div((uint64_t)(d->seqlen_q * a.group), (uint64_t)rows);
+     * shapes (Sq <= 16) and long keys. Each split gives every warp that walks keys on its own
+     * (the decode kernel's 4) at least two key blocks. */
+    row_blocks = ceil_div((uint64_t)(d->seqlen_q * a.group), (uint64_t)kernel->rows);
     blocks = row_blocks * (uint64_t)(d->batch * d->heads_kv);
-    if (blocks < 2 * (uint64_t)ctx->sm_count && (uint64_t)d->seqlen_k > 2 * (uint64_t)keys) {
-        uint64_t most = ceil_div((uint64_t)d->seqlen_k, 2 * (uint64_t)keys);
+    min_split_keys = 2 * (uint64_t)kernel->keys * (decode ? FC_ATTENTION_TC_WARPS : 1);
+    if (blocks < 2 * (uint64_t)ctx->sm_count && (uint64_t)d->seqlen_k > min_split_keys) {
+        uint64_t most = ceil_div((uint64_t)d->seqlen_k, min_split_keys);
         splits = ceil_div(2 * (uint64_t)ctx->sm_count, blocks);
         if (splits > most) splits = most;
         if (splits > FC_MAX_SPLITS) splits = FC_MAX_SPLITS;
     }
-    keys_per_split = ceil_div(ceil_div((uint64_t)d->seqlen_k, splits), (uint64_t)keys) * keys;
+    keys_per_split = ceil_div(ceil_div((uint64_t)d->seqlen_k, splits), (uint64_t)kernel->keys) *
+                     (uint64_t)kernel->keys;
     splits = ceil_div((uint64_t)d->seqlen_k, keys_per_split);
     a.keys_per_split = (int64_t)keys_per_split;
     a.splits = (int32_t)splits;
@@ -154,9 +177,8 @@ flashcl_status fc_cuda_attention_forward(void *opaque, const fc_attention_desc *
         a.lse_part = scratch + rows_total * (uint64_t)d->head_dim * 4;
     }
     if (st == FLASHCL_SUCCESS)
-        st = launch(ctx, kernel->function, blocks, (unsigned)splits,
-                    rows == FC_ATTENTION_TC_ROWS ? FC_ATTENTION_TC_THREADS : FC_ATTENTION_SIMT_THREADS,
-                    kernel->smem_bytes, &a, "attention forward");
+        st = launch(ctx, kernel->function, blocks, (unsigned)splits, (unsigned)kernel->threads,
+                    kernel->smem_bytes, &a, decode ? "attention decode" : "attention forward");
     if (st == FLASHCL_SUCCESS && splits > 1) st = merge_splits(ctx, &a, d);
     mtx_unlock(&ctx->lock);
     fc_cuda_leave(ctx);

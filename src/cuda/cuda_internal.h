@@ -22,10 +22,16 @@ enum {
 
 /* Attention configurations, indexed like FC_ATTENTION_TC_CONFIGS / FC_ATTENTION_SIMT_CONFIGS. */
 enum {
-#define FC_TC_CONFIG_ENUM_(name, pad, keys) FC_TC_CONFIG_##name,
+#define FC_TC_CONFIG_ENUM_(name, pad, keys, mtiles) FC_TC_CONFIG_##name,
     FC_ATTENTION_TC_CONFIGS(FC_TC_CONFIG_ENUM_)
 #undef FC_TC_CONFIG_ENUM_
     FC_TC_CONFIG_COUNT
+};
+enum {
+#define FC_TC_DECODE_CONFIG_ENUM_(name, pad, keys, stages) FC_TC_DECODE_CONFIG_##name,
+    FC_ATTENTION_TC_DECODE_CONFIGS(FC_TC_DECODE_CONFIG_ENUM_)
+#undef FC_TC_DECODE_CONFIG_ENUM_
+    FC_TC_DECODE_CONFIG_COUNT
 };
 enum {
 #define FC_SIMT_CONFIG_ENUM_(name, pad) FC_SIMT_CONFIG_##name,
@@ -34,11 +40,14 @@ enum {
     FC_SIMT_CONFIG_COUNT
 };
 
-/* One attention forward kernel and the dynamic shared memory it runs with (0 when the device
- * cannot give it that much: the configuration is then skipped). */
+/* One attention forward kernel: its geometry (head-dim pad, packed rows and keys per block,
+ * threads) and the dynamic shared memory it runs with; not usable when the device cannot give
+ * that much (the configuration is then skipped). */
 typedef struct fc_cuda_attention_kernel {
+    const char *config;         /* the configuration's name, e.g. "d128" */
     CUfunction function;
     unsigned smem_bytes;
+    int pad, rows, keys, threads;
     int usable;
 } fc_cuda_attention_kernel;
 
@@ -54,6 +63,7 @@ typedef struct fc_cuda_kernels {
     int softmax_resident_blocks_per_sm[FC_CUDA_DTYPES][FC_SOFTMAX_RESIDENT_MAX_SMEM_PARTS + 1];
     int softmax_resident_max_parts; /* shared-memory parts this device's blocks can hold */
     fc_cuda_attention_kernel attention_tc[FC_TC_CONFIG_COUNT][2];        /* [config][f16, bf16] */
+    fc_cuda_attention_kernel attention_tc_decode[FC_TC_DECODE_CONFIG_COUNT][2];
     fc_cuda_attention_kernel attention_simt[FC_SIMT_CONFIG_COUNT][FC_CUDA_DTYPES];
     CUfunction attention_merge[FC_CUDA_DTYPES];                       /* by the parts' dtype */
 } fc_cuda_kernels;

@@ -90,9 +90,16 @@ static flashcl_status get_softmax_kernels(fc_cuda_context *ctx, int dt) {
     return size_resident_kernel(ctx, dt);
 }
 
-/* Shared memory of the attention kernels (cuda/attention_tc.cuh, attention_simt.cuh). */
-static unsigned tc_smem(int pad, int keys) {
-    return (unsigned)((FC_ATTENTION_TC_ROWS + 2 * keys) * (pad + 8) * 2);
+/* Shared memory of the attention kernels (cuda/attention_tc.cuh, attention_tc_decode.cuh,
+ * attention_simt.cuh), as they lay it out. */
+static unsigned tc_smem(int pad, int keys, int rows) {
+    return (unsigned)((rows + 2 * keys) * (pad + 8) * 2);
+}
+static unsigned tc_decode_smem(int pad, int keys, int stages) {
+    const int warps = FC_ATTENTION_TC_WARPS, rows = FC_ATTENTION_TC_DECODE_ROWS;
+    const unsigned ring = (unsigned)(warps * stages * 2 * keys * (pad + 8) * 2);
+    const unsigned partials = (unsigned)(warps * rows * (pad + 2) * 4);
+    return (unsigned)(rows * (pad + 8) * 2) + (ring > partials ? ring : partials);
 }
 static unsigned simt_smem(int pad) {
     return (unsigned)((FC_ATTENTION_SIMT_ROWS * pad + FC_ATTENTION_SIMT_KEYS * (pad + 1) +
@@ -102,10 +109,13 @@ static unsigned simt_smem(int pad) {
 /* Looks up one attention kernel and opts it in to its shared memory; a device that cannot give
  * that much leaves it unusable (other configurations or the SIMT kernel take its shapes). */
 static flashcl_status get_attention_kernel(fc_cuda_context *ctx, fc_cuda_attention_kernel *k,
-                                           const char *name, unsigned smem) {
+                                           const char *name, const char *config, unsigned smem,
+                                           int pad, int rows, int keys, int threads) {
     flashcl_status st = get_function(ctx, &k->function, name);
     if (st != FLASHCL_SUCCESS) return st;
+    k->config = config;
     k->smem_bytes = smem;
+    k->pad = pad, k->rows = rows, k->keys = keys, k->threads = threads;
     k->usable = smem <= ctx->info.local_mem_bytes &&
                 fc_cu()->FuncSetAttribute(k->function,
                                           CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
@@ -118,19 +128,31 @@ static flashcl_status get_attention_kernels(fc_cuda_context *ctx) {
     flashcl_status st = FLASHCL_SUCCESS;
     char name[96];
     int dt;
-#define FC_GET_TC_(cfg, pad, keys)                                                             \
+#define FC_GET_TC_(cfg, pad, keys, mtiles)                                                     \
     for (dt = FLASHCL_F16; dt <= FLASHCL_BF16 && st == FLASHCL_SUCCESS; dt++) {                \
+        const int rows = 16 * (mtiles) * FC_ATTENTION_TC_WARPS;                                \
         snprintf(name, sizeof name, "fc_attention_tc_" #cfg "_%s", fc_dtype_suffix[dt]);       \
         st = get_attention_kernel(ctx, &k->attention_tc[FC_TC_CONFIG_##cfg][dt - 1], name,    \
-                                  tc_smem(pad, keys));                                         \
+                                  #cfg, tc_smem(pad, keys, rows), pad, rows, keys,             \
+                                  FC_ATTENTION_TC_THREADS);                                    \
     }
     FC_ATTENTION_TC_CONFIGS(FC_GET_TC_)
 #undef FC_GET_TC_
+#define FC_GET_TC_DECODE_(cfg, pad, keys, stages)                                              \
+    for (dt = FLASHCL_F16; dt <= FLASHCL_BF16 && st == FLASHCL_SUCCESS; dt++) {                \
+        snprintf(name, sizeof name, "fc_attention_tc_decode_" #cfg "_%s", fc_dtype_suffix[dt]); \
+        st = get_attention_kernel(ctx, &k->attention_tc_decode[FC_TC_DECODE_CONFIG_##cfg][dt - 1], \
+                                  name, #cfg, tc_decode_smem(pad, keys, stages), pad,          \
+                                  FC_ATTENTION_TC_DECODE_ROWS, keys, FC_ATTENTION_TC_THREADS); \
+    }
+    FC_ATTENTION_TC_DECODE_CONFIGS(FC_GET_TC_DECODE_)
+#undef FC_GET_TC_DECODE_
 #define FC_GET_SIMT_(cfg, pad)                                                                 \
     for (dt = 0; dt < FC_CUDA_DTYPES && st == FLASHCL_SUCCESS; dt++) {                         \
         snprintf(name, sizeof name, "fc_attention_simt_" #cfg "_%s", fc_dtype_suffix[dt]);     \
         st = get_attention_kernel(ctx, &k->attention_simt[FC_SIMT_CONFIG_##cfg][dt], name,    \
-                                  simt_smem(pad));                                             \
+                                  #cfg, simt_smem(pad), pad, FC_ATTENTION_SIMT_ROWS,           \
+                                  FC_ATTENTION_SIMT_KEYS, FC_ATTENTION_SIMT_THREADS);          \
     }
     FC_ATTENTION_SIMT_CONFIGS(FC_GET_SIMT_)
 #undef FC_GET_SIMT_

@@ -45,6 +45,9 @@ flashcl_attention_params ta_default_params(void);
 /* One-line description (static buffer). */
 const char *ta_case_str(const ta_case *c);
 
+/* The tolerance the CUDA tensor-core paths add for 16-bit storage (see attention_check.c). */
+double ta_p_rounding_allowance(flashcl_context *ctx, flashcl_dtype dt, double max_abs_v);
+
 /* Runs the case with inputs from `seed` and checks everything (cmocka asserts; failures print
  * the case). Returns the status of flashcl_attention_forward. */
 flashcl_status ta_check(flashcl_context *ctx, const ta_case *c, uint64_t seed);

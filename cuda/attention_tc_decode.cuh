@@ -1,0 +1,152 @@
+/* Attention forward on tensor cores for decode shapes (f16 / bf16): at most 16 packed query rows
+ * (Sq·group <= 16, e.g. one token of 8 GQA heads) against long keys. Reading K and V once at
+ * full bandwidth is the whole job, so the block's 4 warps do not share tiles: each warp streams
+ * its own key blocks (the block's blocks taken in turn, w, w + 4, ...) through a private ring of
+ * STAGES shared-memory slots filled by cp.async, so that STAGES - 1 K/V tiles per warp are in
+ * flight while it computes on one; no block-wide barrier in the loop. Each warp runs the same
+ * 16-row mma tile as the prefill kernel (Q in registers, P from registers) over its keys; at
+ * the end the 4 partial (max, sum, o) of every row are merged through shared memory. Split-KV
+ * (blockIdx.y) spreads the keys over enough blocks to fill the GPU, as for the prefill kernel. */
+#pragma once
+
+#include "attention_tc_primitives.cuh"
+
+template <int DT, int DP, int KEYS, int STAGES>
+__device__ void attention_tc_decode(const fc_attention_args &a) {
+    constexpr int WARPS = FC_ATTENTION_TC_WARPS, THREADS = 32 * WARPS, ROWS = 16;
+    constexpr int STRIDE = DP + 8, NT = KEYS / 8, DT8 = DP / 8, KD = DP / 16;
+    constexpr int SLOT = 2 * KEYS * STRIDE; /* one ring slot: K then V */
+    constexpr bool QREG = DP <= 128;
+    extern __shared__ __align__(16) uint16_t smem[];
+    uint16_t *q_tile = smem, *ring = smem + ROWS * STRIDE;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+    uint16_t *my_ring = ring + warp * STAGES * SLOT;
+
+    int64_t r0, b;
+    int kv_head;
+    block_position(a, ROWS, r0, b, kv_head);
+    const int64_t packed = a.seqlen_q * a.group;
+    const block_keys plan = plan_keys(a, r0, ROWS, KEYS);
+    const kv_sources src = kv_sources_of(a, b, kv_head);
+    auto q_row = [&](int r, bool &ok) { return q_row_address(a, r0 + r, b, kv_head, ok); };
+    /* This warp's i-th key block (walked from the last down) and its ring slot's K/V loads. */
+    const int64_t blocks = plan.last_block - plan.first_block + 1;
+    const int64_t mine = blocks > warp ? (blocks - 1 - warp) / WARPS + 1 : 0;
+    auto load_block = [&](int64_t i) {
+        if (i < mine) {
+            const int64_t n0 = (plan.last_block - warp - i * WARPS) * KEYS;
+            uint16_t *slot = my_ring + (int)(i % STAGES) * SLOT;
+            load_rows<KEYS, DP, 32>(slot, (int)a.head_dim, src.k + n0 * src.k_step, src.k_step, a.seqlen_k - n0, lane);
+            load_rows<KEYS, DP, 32>(slot + KEYS * STRIDE, (int)a.head_dim, src.v + n0 * src.v_step, src.v_step,
+                                    a.seqlen_k - n0, lane);
+        }
+        cp_async_commit(); /* empty groups keep every thread's count aligned with i */
+    };
+
+    load_tile<ROWS, DP, THREADS>(q_tile, (int)a.head_dim, reinterpret_cast<const char *>(a.q), q_row, threadIdx.x);
+    cp_async_commit();
+#pragma unroll
+    for (int i = 0; i < STAGES - 1; i++) load_block(i);
+    cp_async_wait<STAGES - 1>(); /* Q has landed */
+    __syncthreads();
+
+    const unsigned q_frag = smem_u32(q_tile + (lane % 16) * STRIDE + (lane / 16) * 8);
+    unsigned qa[QREG ? KD : 1][4];
+    if constexpr (QREG) {
+#pragma unroll
+        for (int kk = 0; kk < KD; kk++) ldmatrix_x4(qa[kk], q_frag + kk * 16 * 2);
+    }
+
+    float o[DT8][4];
+#pragma unroll
+    for (int j = 0; j < DT8; j++) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
+    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+
+    for (int64_t i = 0; i < mine; i++) {
+        load_block(i + STAGES - 1);
+        cp_async_wait<STAGES - 1>(); /* block i has landed (this lane's copies) */
+        __syncwarp();                /* ... and every lane's */
+        const uint16_t *slot = my_ring + (int)(i % STAGES) * SLOT;
+        const unsigned k_frag = smem_u32(slot + ((lane / 16) * 8 + lane % 8) * STRIDE + ((lane / 8) % 2) * 8);
+        const unsigned v_frag = smem_u32(slot + KEYS * STRIDE + (((lane / 8) % 2) * 8 + lane % 8) * STRIDE + (lane / 16) * 8);
+        const int64_t n0 = (plan.last_block - warp - i * WARPS) * KEYS;
+
+        float s[NT][4];
+#pragma unroll
+        for (int n = 0; n < NT; n++) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
+#pragma unroll
+        for (int kk = 0; kk < KD; kk++) {
+            unsigned qs[4];
+            if constexpr (QREG) {
+#pragma unroll
+                for (int x = 0; x < 4; x++) qs[x] = qa[kk][x];
+            } else {
+                ldmatrix_x4(qs, q_frag + kk * 16 * 2);
+            }
+#pragma unroll
+            for (int n = 0; n < NT; n += 2) {
+                unsigned kb[4];
+                ldmatrix_x4(kb, k_frag + (n * 8 * STRIDE + kk * 16) * 2);
+                mma16816<DT>(s[n], qs, kb[0], kb[1]);
+                mma16816<DT>(s[n + 1], qs, kb[2], kb[3]);
+            }
+        }
+        const bool masked = n0 < plan.all_lo || n0 + KEYS - 1 > plan.all_hi;
+        online_softmax_tile(a, s, o, m, l, masked, r0, n0, g, t);
+#pragma unroll
+        for (int kk = 0; kk < KEYS / 16; kk++) {
+            unsigned p[4];
+            probabilities_as_a<DT>(p, s, kk);
+#pragma unroll
+            for (int j = 0; j < DT8; j += 2) {
+                unsigned vb[4];
+                ldmatrix_x4_trans(vb, v_frag + (kk * 16 * STRIDE + j * 8) * 2);
+                mma16816<DT>(o[j], p, vb[0], vb[1]);
+                mma16816<DT>(o[j + 1], p, vb[2], vb[3]);
+            }
+        }
+        __syncwarp(); /* every lane is done with this slot before it is refilled */
+    }
+    cp_async_wait<0>();
+    __syncthreads(); /* the ring is free: it holds the warps' partials now */
+
+    /* Each warp's partial rows: m (log2 domain), l (full row sum) and unnormalised o, f32. */
+    float *part_o = reinterpret_cast<float *>(ring);   /* [WARPS][ROWS][DP] */
+    float *part_ml = part_o + WARPS * ROWS * DP;        /* [WARPS][ROWS][2] */
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        l[h] += __shfl_xor_sync(0xffffffffu, l[h], 1);
+        l[h] += __shfl_xor_sync(0xffffffffu, l[h], 2);
+        const int row = g + 8 * h;
+#pragma unroll
+        for (int j = 0; j < DT8; j++)
+            *reinterpret_cast<float2 *>(part_o + (warp * ROWS + row) * DP + j * 8 + 2 * t) =
+                make_float2(o[j][2 * h], o[j][2 * h + 1]);
+        if (t == 0) part_ml[(warp * ROWS + row) * 2] = m[h], part_ml[(warp * ROWS + row) * 2 + 1] = l[h];
+    }
+    __syncthreads();
+
+    /* Merge: thread pairs of dims (d, d + 1) of each row; weights 2^(m_w - M). */
+    for (int idx = threadIdx.x; idx < ROWS * DP / 2; idx += THREADS) {
+        const int row = idx / (DP / 2), d = (idx % (DP / 2)) * 2;
+        const int64_t packed_row = r0 + row;
+        if (packed_row >= packed || d >= a.head_dim) continue;
+        float mw[WARPS], big = -INFINITY;
+#pragma unroll
+        for (int w = 0; w < WARPS; w++) mw[w] = part_ml[(w * ROWS + row) * 2], big = fmaxf(big, mw[w]);
+        const float sub = big == -INFINITY ? 0.0f : big;
+        float sum = 0.0f, x = 0.0f, y = 0.0f;
+#pragma unroll
+        for (int w = 0; w < WARPS; w++) {
+            const float wt = fast_exp2(mw[w] - sub);
+            const float2 ov = *reinterpret_cast<const float2 *>(part_o + (w * ROWS + row) * DP + d);
+            sum += wt * part_ml[(w * ROWS + row) * 2 + 1];
+            x += wt * ov.x, y += wt * ov.y;
+        }
+        const float inv = sum > 0.0f ? 1.0f / sum : 0.0f; /* no visible key: o = 0 */
+        int64_t qi, qh;
+        unpack_row(a, packed_row, kv_head, qi, qh);
+        store_o_pair<DT>(a, b, qi, qh, d, x * inv, y * inv);
+        if (d == 0) store_lse(a, b, qi, qh, big, sum);
+    }
+}
