@@ -1,6 +1,7 @@
 /* The exported attention kernels: extern "C" names that src/cuda/kernels.c looks up. */
 #pragma once
 
+#include "attention_merge.cuh"
 #include "attention_simt.cuh"
 #include "attention_tc.cuh"
 #include "attention_tc_decode.cuh"
@@ -41,7 +42,7 @@ FC_ATTENTION_SIMT_CONFIGS(FC_ATTENTION_SIMT_KERNEL)
 #define FC_ATTENTION_MERGE_KERNEL(dt_name, DT)                                                  \
     extern "C" __global__ void __launch_bounds__(FC_MERGE_THREADS)                              \
         fc_attention_merge_##dt_name(fc_merge_args a) {                                         \
-        attention_merge<DT>(a);                                                                 \
+        attention_merge<DT, FC_MERGE_MAX_HEAD_DIM / 32>(a);                                                                 \
     }
 FC_ATTENTION_MERGE_KERNEL(f32, FC_F32)
 FC_ATTENTION_MERGE_KERNEL(f16, FC_F16)

@@ -59,6 +59,8 @@ typedef struct fc_merge_args {
 #define FC_ATTENTION_TC_CONFIGS(X) \
     X(d32, 32, 64, 2)              \
     X(d64, 64, 64, 2)              \
+    X(d64k32, 64, 32, 2)           \
+    X(d64m1, 64, 64, 1)            \
     X(d96, 96, 32, 2)              \
     X(d128, 128, 32, 2)            \
     X(d128m1, 128, 64, 1)          \
@@ -86,6 +88,7 @@ typedef struct fc_merge_args {
 #define FC_ATTENTION_SIMT_ROWS 16
 #define FC_ATTENTION_SIMT_KEYS 32
 
-#define FC_MERGE_THREADS 128 /* one warp per output row */
+#define FC_MERGE_THREADS 128      /* one block per output row */
+#define FC_MERGE_MAX_HEAD_DIM 256 /* what the merge kernel's lanes hold: 8 dims each */
 
 #endif

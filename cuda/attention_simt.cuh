@@ -1,5 +1,4 @@
-/* Attention forward with f32 FMAs (true f32: no TF32 anywhere), and the merge of partial
- * results (split-KV inside the library, flashcl_attention_merge outside).
+/* Attention forward with f32 FMAs (true f32: no TF32 anywhere).
  *
  * The SIMT kernel is the f32 path and the fallback for every case the tensor-core kernel does
  * not take (a head_dim that is not a multiple of 8, rows not 16-byte aligned): element loads with
@@ -7,7 +6,7 @@
  * block of 32 keys lane j computes the scores of key j for its warp's 4 rows (K in shared memory
  * with a padded row, so the 32 lanes hit 32 banks), the online softmax uses warp shuffles, and
  * O += P·V walks the 32 keys with the probabilities broadcast by shuffles, lane l owning dims
- * l, l + 32, ... of each row. */
+ * l, l + 32, ... of each row. The merge of partial results is in attention_merge.cuh. */
 #pragma once
 
 #include "attention_common.cuh"
@@ -109,51 +108,4 @@ __device__ void attention_simt(const fc_attention_args &a) {
             if (lane + 32 * j < head_dim) store_o<DT>(a, b, qi[r], qh[r], lane + 32 * j, o[r][j] * inv);
         if (lane == 0) store_lse(a, b, qi[r], qh[r], m[r], sum);
     }
-}
-
-/* ---- merge: o = sum_p exp(lse_p - lse) o_p, lse = log sum_p exp(lse_p) ---------------------- */
-
-/* One warp per output row (b, i, h). Lanes stride over the parts in a fixed order and combine
- * with a butterfly, so every run gives the same bits. */
-template <int PT>
-__device__ void attention_merge(const fc_merge_args &a) {
-    const int64_t row = (int64_t)blockIdx.x * (FC_MERGE_THREADS / 32) + threadIdx.x / 32;
-    const int lane = threadIdx.x % 32;
-    if (row >= a.batch * a.seqlen_q * a.heads) return; /* whole warps leave together */
-    const int64_t h = row % a.heads, i = row / a.heads % a.seqlen_q, b = row / a.heads / a.seqlen_q;
-    const fc_merge_part *descs = reinterpret_cast<const fc_merge_part *>(a.part_descs);
-    auto part_lse = [&](int p) -> float {
-        if (a.regular_o)
-            return reinterpret_cast<const float *>(a.regular_lse)[((p * a.batch + b) * a.heads + h) * a.seqlen_q + i];
-        const fc_merge_part &d = descs[p];
-        return reinterpret_cast<const float *>(d.lse)[b * d.lse_strides[0] + h * d.lse_strides[1] + i * d.lse_strides[2]];
-    };
-    auto part_o = [&](int p, int64_t dim) -> float {
-        if (a.regular_o)
-            return reinterpret_cast<const float *>(a.regular_o)[(((p * a.batch + b) * a.heads + h) * a.seqlen_q + i) * a.head_dim + dim];
-        const fc_merge_part &d = descs[p];
-        return dtype_io<PT>::load(reinterpret_cast<const char *>(d.o) +
-                                  (b * d.o_strides[0] + i * d.o_strides[1] + h * d.o_strides[2] + dim) * dtype_io<PT>::bytes);
-    };
-    float m = -INFINITY;
-    for (int p = lane; p < a.parts; p += 32) m = fmaxf(m, part_lse(p));
-    m = warp_max<32>(m);
-    float sum = 0.0f;
-    if (m != -INFINITY)
-        for (int p = lane; p < a.parts; p += 32) sum += expf(part_lse(p) - m);
-    sum = warp_sum<32>(sum);
-    const float lse = m == -INFINITY ? -INFINITY : m + logf(sum);
-    for (int64_t dim = lane; dim < a.head_dim; dim += 32) {
-        float acc = 0.0f;
-        if (m != -INFINITY)
-            for (int p = 0; p < a.parts; p++) {
-                const float w = expf(part_lse(p) - lse); /* 0 for a part with lse = -inf */
-                if (w != 0.0f) acc = fmaf(w, part_o(p, dim), acc);
-            }
-        store_one(reinterpret_cast<char *>(a.o) +
-                      (b * a.o_strides[0] + i * a.o_strides[1] + h * a.o_strides[2] + dim) * (a.o_dtype == FC_F32 ? 4 : 2),
-                  a.o_dtype, acc);
-    }
-    if (a.lse && lane == 0)
-        reinterpret_cast<float *>(a.lse)[b * a.lse_strides[0] + h * a.lse_strides[1] + i * a.lse_strides[2]] = lse;
 }

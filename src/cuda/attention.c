@@ -64,7 +64,7 @@ static flashcl_status merge_splits(fc_cuda_context *ctx, const fc_attention_args
     m.part_dtype = FLASHCL_F32;
     m.o_dtype = (int32_t)d->dtype;
     return launch(ctx, ctx->kernels.attention_merge[FLASHCL_F32],
-                  ceil_div((uint64_t)(d->batch * d->seqlen_q * d->heads_q), FC_MERGE_THREADS / 32),
+                  (uint64_t)(d->batch * d->seqlen_q * d->heads_q),
                   1, FC_MERGE_THREADS, 0, &m, "split-KV merge");
 }
 
@@ -194,6 +194,11 @@ flashcl_status fc_cuda_attention_merge(void *opaque, const fc_attention_merge_de
     CUresult r;
     flashcl_status st;
     size_t p;
+    if (d->head_dim > FC_MERGE_MAX_HEAD_DIM) {
+        free(parts);
+        return fc_fail(FLASHCL_UNSUPPORTED, "attention merge: head_dim %lld is over the CUDA "
+                       "merge kernel's %d", (long long)d->head_dim, FC_MERGE_MAX_HEAD_DIM);
+    }
     if (!parts) return fc_fail(FLASHCL_OUT_OF_MEMORY, "out of host memory");
     for (p = 0; p < d->parts; p++) {
         parts[p].o = device_address(d->o_part_mems[p], d->o_part_offsets[p]);
@@ -227,7 +232,7 @@ flashcl_status fc_cuda_attention_merge(void *opaque, const fc_attention_merge_de
     if (st == FLASHCL_SUCCESS) {
         m.part_descs = scratch;
         st = launch(ctx, ctx->kernels.attention_merge[d->o_part_dtype],
-                    ceil_div((uint64_t)(d->batch * d->seqlen_q * d->heads), FC_MERGE_THREADS / 32),
+                    (uint64_t)(d->batch * d->seqlen_q * d->heads),
                     1, FC_MERGE_THREADS, 0, &m, "attention merge");
     }
     mtx_unlock(&ctx->lock);

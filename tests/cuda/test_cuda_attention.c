@@ -196,6 +196,8 @@ static void test_forward_paths(void **state) {
         {FLASHCL_F16, 1, 17, 100, 1, 1, 64, 1, -1, -1, 0, 0, 1, "17 packed rows: prefill kernel", NULL},
         {FLASHCL_BF16, 1, 20, 3000, 2, 1, 64, 0, -1, -1, 0, 0, 1, "prefill kernel, split-KV", NULL},
         {FLASHCL_BF16, 1, 77, 150, 2, 2, 128, 0, 30, 30, 0, 0, 1, "alternative d128m1", "d128m1"},
+        {FLASHCL_F16, 2, 90, 130, 2, 1, 64, 1, -1, -1, 0, 0, 1, "alternative d64k32", "d64k32"},
+        {FLASHCL_BF16, 1, 70, 99, 3, 3, 56, 0, -1, -1, 5.0f, 0, 1, "alternative d64m1", "d64m1"},
         {FLASHCL_F16, 1, 8, 8, 1, 1, 64, 1, 0, -1, 0, 0, 1, "window 0: diagonal only", NULL},
         {FLASHCL_BF16, 1, 12, 4, 1, 1, 64, 1, -1, -1, 0, 0, 1, "rows with no visible key", NULL},
     };
