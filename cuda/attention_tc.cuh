@@ -10,10 +10,11 @@
  * Key blocks are walked from the last visible one down, so the blocks that straddle the causal
  * diagonal or the end of the keys come first and only they pay for the mask.
  *
- * Shared memory: Q [ROWS][DP], K [KEYS][DP], V [KEYS][DP] (16-bit), rows padded by 16 bytes so
- * that the 8 rows an ldmatrix reads fall into 8 different bank groups. One buffer each, loads
- * overlapped FlashAttention-style: V(j) streams in while S(j) is computed, K(j+1) while P(j)·V(j)
- * is. Q stays in registers where they allow (QREG), else it is re-read from shared memory.
+ * Shared memory: Q [ROWS][DP] and a ring of two slots of K [KEYS][DP] + V [KEYS][DP] (16-bit),
+ * rows padded by 16 bytes so that the 8 rows an ldmatrix reads fall into 8 different bank
+ * groups. K and V of the next block stream into the other slot during the whole of this one,
+ * with one barrier per key block. Q stays in registers where they allow (QREG), else it is
+ * re-read from shared memory.
  * Global rows must be 16-byte aligned (the host checks; other layouts use the SIMT kernel). */
 #pragma once
 
@@ -25,7 +26,8 @@ __device__ void attention_tc(const fc_attention_args &a) {
     constexpr int STRIDE = DP + 8, NT = KEYS / 8, DT8 = DP / 8, KD = DP / 16;
     constexpr bool QREG = MT * DP <= 128; /* Q fragments in registers: MT·DP/4 of them */
     extern __shared__ __align__(16) uint16_t smem[];
-    uint16_t *q_tile = smem, *k_tile = smem + ROWS * STRIDE, *v_tile = k_tile + KEYS * STRIDE;
+    constexpr int SLOT = 2 * KEYS * STRIDE; /* one ring slot: K then V */
+    uint16_t *q_tile = smem, *ring = smem + ROWS * STRIDE;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
 
     int64_t r0, b;
@@ -49,41 +51,40 @@ __device__ void attention_tc(const fc_attention_args &a) {
      * B, so the plain load yields b0, b1 of key tiles n and n + 1. V (B through .trans): lane l
      * addresses key ((l/8)%2)*8 + l%8 at dim (l/16)*8; transposing puts keys along k. */
     const unsigned q_frag = smem_u32(q_tile + (warp * 16 * MT + lane % 16) * STRIDE + (lane / 16) * 8);
-    const unsigned k_frag = smem_u32(k_tile + ((lane / 16) * 8 + lane % 8) * STRIDE + ((lane / 8) % 2) * 8);
-    const unsigned v_frag = smem_u32(v_tile + (((lane / 8) % 2) * 8 + lane % 8) * STRIDE + (lane / 16) * 8);
+    const unsigned k_frag0 = smem_u32(ring + ((lane / 16) * 8 + lane % 8) * STRIDE + ((lane / 8) % 2) * 8);
+    const unsigned v_frag0 = smem_u32(ring + KEYS * STRIDE + (((lane / 8) % 2) * 8 + lane % 8) * STRIDE + (lane / 16) * 8);
 
     const kv_sources src = kv_sources_of(a, b, kv_head);
     auto q_row = [&](int r, bool &ok) { return q_row_address(a, r0 + r, b, kv_head, ok); };
-    auto load_k = [&](int64_t n0) {
-        load_rows<KEYS, DP, THREADS>(k_tile, (int)a.head_dim, src.k + n0 * src.k_step, src.k_step, a.seqlen_k - n0, threadIdx.x);
-    };
-    auto load_v = [&](int64_t n0) {
-        load_rows<KEYS, DP, THREADS>(v_tile, (int)a.head_dim, src.v + n0 * src.v_step, src.v_step, a.seqlen_k - n0, threadIdx.x);
+    auto load_kv = [&](int64_t n0, int slot) { /* K and V rows [n0, n0 + KEYS) into a slot */
+        uint16_t *dst = ring + slot * SLOT;
+        load_rows<KEYS, DP, THREADS>(dst, (int)a.head_dim, src.k + n0 * src.k_step, src.k_step, a.seqlen_k - n0, threadIdx.x);
+        load_rows<KEYS, DP, THREADS>(dst + KEYS * STRIDE, (int)a.head_dim, src.v + n0 * src.v_step, src.v_step,
+                                     a.seqlen_k - n0, threadIdx.x);
+        cp_async_commit();
     };
 
     unsigned qa[QREG ? MT : 1][QREG ? KD : 1][4];
     if (plan.last_block >= plan.first_block) {
-        const int64_t n_last = plan.last_block * KEYS;
         load_tile<ROWS, DP, THREADS>(q_tile, (int)a.head_dim, reinterpret_cast<const char *>(a.q), q_row, threadIdx.x);
-        load_k(n_last);
-        cp_async_commit();
-        load_v(n_last);
-        cp_async_commit();
-        if constexpr (QREG) {
-            cp_async_wait<1>();
-            __syncthreads();
-#pragma unroll
-            for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-                for (int kk = 0; kk < KD; kk++) ldmatrix_x4(qa[mt][kk], q_frag + (mt * 16 * STRIDE + kk * 16) * 2);
-        }
+        load_kv(plan.last_block * KEYS, 0);
     }
 
-    for (int64_t blk = plan.last_block; blk >= plan.first_block; blk--) {
+    int slot = 0;
+    for (int64_t blk = plan.last_block; blk >= plan.first_block; blk--, slot ^= 1) {
         const int64_t n0 = blk * KEYS;
-        const bool has_next = blk > plan.first_block;
-        cp_async_wait<1>(); /* Q and K(blk) have landed; V(blk) may still be in flight */
-        __syncthreads();
+        cp_async_wait<0>(); /* K/V(blk) (and, first time, Q) have landed: this thread's copies */
+        __syncthreads();    /* ... everyone's, and every warp is done with the other slot */
+        if (blk > plan.first_block) load_kv(n0 - KEYS, slot ^ 1); /* streams during this block */
+        if constexpr (QREG) {
+            if (blk == plan.last_block) {
+#pragma unroll
+                for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+                    for (int kk = 0; kk < KD; kk++) ldmatrix_x4(qa[mt][kk], q_frag + (mt * 16 * STRIDE + kk * 16) * 2);
+            }
+        }
+        const unsigned k_frag = k_frag0 + slot * SLOT * 2, v_frag = v_frag0 + slot * SLOT * 2;
 
         /* S = Q·Kᵀ for this warp's rows and the block's KEYS keys. */
         float s[MT][NT][4];
@@ -114,18 +115,12 @@ __device__ void attention_tc(const fc_attention_args &a) {
                 }
             }
         }
-        __syncthreads(); /* every warp is done with K(blk): the next one may overwrite it */
-        if (has_next)
-            load_k(n0 - KEYS);
-        cp_async_commit(); /* (an empty group when there is no next block keeps the count) */
 
         const bool masked = n0 < plan.all_lo || n0 + KEYS - 1 > plan.all_hi;
 #pragma unroll
         for (int mt = 0; mt < MT; mt++)
             online_softmax_tile(a, s[mt], o[mt], m[mt], l[mt], masked, w0 + mt * 16, n0, g, t);
 
-        cp_async_wait<1>(); /* V(blk) has landed; K(blk - 1) may still be in flight */
-        __syncthreads();
 #pragma unroll
         for (int kk = 0; kk < KEYS / 16; kk++) {
             unsigned p[MT][4];
@@ -142,10 +137,6 @@ __device__ void attention_tc(const fc_attention_args &a) {
                 }
             }
         }
-        __syncthreads(); /* every warp is done with V(blk) */
-        if (has_next)
-            load_v(n0 - KEYS);
-        cp_async_commit();
     }
 
 #pragma unroll

@@ -93,7 +93,7 @@ static flashcl_status get_softmax_kernels(fc_cuda_context *ctx, int dt) {
 /* Shared memory of the attention kernels (cuda/attention_tc.cuh, attention_tc_decode.cuh,
  * attention_simt.cuh), as they lay it out. */
 static unsigned tc_smem(int pad, int keys, int rows) {
-    return (unsigned)((rows + 2 * keys) * (pad + 8) * 2);
+    return (unsigned)((rows + 2 * 2 * keys) * (pad + 8) * 2); /* Q, and two slots of K + V */
 }
 static unsigned tc_decode_smem(int pad, int keys, int stages) {
     const int warps = FC_ATTENTION_TC_WARPS, rows = FC_ATTENTION_TC_DECODE_ROWS;

@@ -198,6 +198,9 @@ static void test_forward_paths(void **state) {
         {FLASHCL_BF16, 1, 77, 150, 2, 2, 128, 0, 30, 30, 0, 0, 1, "alternative d128m1", "d128m1"},
         {FLASHCL_F16, 2, 90, 130, 2, 1, 64, 1, -1, -1, 0, 0, 1, "alternative d64k32", "d64k32"},
         {FLASHCL_BF16, 1, 70, 99, 3, 3, 56, 0, -1, -1, 5.0f, 0, 1, "alternative d64m1", "d64m1"},
+        {FLASHCL_F16, 1, 40, 100, 2, 1, 256, 1, -1, -1, 0, 0, 1, "fallback d256k16", "d256k16"},
+        {FLASHCL_BF16, 1, 1, 3000, 8, 1, 128, 0, -1, -1, 0, 0, 1, "decode alternative s2", "dec128s2"},
+        {FLASHCL_F16, 2, 2, 2000, 8, 2, 96, 1, -1, -1, 0, 0, 1, "decode alternative s4", "dec128s4"},
         {FLASHCL_F16, 1, 8, 8, 1, 1, 64, 1, 0, -1, 0, 0, 1, "window 0: diagonal only", NULL},
         {FLASHCL_BF16, 1, 12, 4, 1, 1, 64, 1, -1, -1, 0, 0, 1, "rows with no visible key", NULL},
     };
