@@ -54,17 +54,16 @@ typedef struct fc_merge_args {
  * `mtiles` tiles of 16 packed rows (64·mtiles rows per block), key blocks of `keys`.
  * X(name, head_dim_pad, keys, mtiles): the host takes the first whose pad covers head_dim.
  * mtiles = 2 halves the shared-memory reads per mma; D > 128 cannot hold two tiles' O, and
- * from D = 96 on, 64-key blocks would spill registers with two tiles (ptxas, sm_90a). The configurations after
- * the first of a pad are alternatives for measurements (FLASHCL_CUDA_ATTENTION_CONFIG=name),
- * or fallbacks where the first does not fit (d256k16: 99 KB of shared memory on sm_86/89). */
+ * from D = 96 on, 64-key blocks would spill registers with two tiles (ptxas, sm_90a). A later
+ * configuration of the same pad is a fallback where the first does not fit (d256k16: 99 KB of
+ * shared memory on sm_86/89); FLASHCL_CUDA_ATTENTION_CONFIG=name forces one (measurements). On
+ * an H100 (2026-11-22), 32-key blocks at D = 64 and one tile per warp at D = 64 and 128 were
+ * slower than these. */
 #define FC_ATTENTION_TC_CONFIGS(X) \
     X(d32, 32, 64, 2)              \
     X(d64, 64, 64, 2)              \
-    X(d64k32, 64, 32, 2)           \
-    X(d64m1, 64, 64, 1)            \
     X(d96, 96, 32, 2)              \
     X(d128, 128, 32, 2)            \
-    X(d128m1, 128, 64, 1)          \
     X(d192, 192, 32, 1)            \
     X(d256, 256, 32, 1)            \
     X(d256k16, 256, 16, 1)
@@ -73,13 +72,11 @@ typedef struct fc_merge_args {
 
 /* Tensor-core decode (f16/bf16, at most 16 packed rows): 4 warps, each streaming its own key
  * blocks of `keys` through a ring of `stages` shared-memory slots. X(name, head_dim_pad, keys,
- * stages); sized for two blocks per SM on sm90 (one for d256); dec128s2/s4 are alternatives
- * for measurements. */
+ * stages); sized for two blocks per SM on sm90 (one for d256). Rings of 2 and 4 slots at D = 128
+ * measured no better on an H100. */
 #define FC_ATTENTION_TC_DECODE_CONFIGS(X) \
     X(d64, 64, 32, 3)                     \
     X(d128, 128, 16, 3)                   \
-    X(dec128s2, 128, 16, 2)               \
-    X(dec128s4, 128, 16, 4)               \
     X(d256, 256, 16, 2)
 #define FC_ATTENTION_TC_DECODE_ROWS 16
 
