@@ -24,9 +24,13 @@ typedef struct fc_softmax_args {
     int32_t smem_parts;         /* resident split: parts of a chunk parked in shared memory */
     int32_t buffers;            /* staged: chunk buffers in shared memory (1, or 2: the next
                                    item loads while this one is worked on) */
+    int32_t held_cols;          /* staged: columns of a chunk held in a buffer; the rest of the
+                                   chunk is read twice from global memory (the second time
+                                   mostly from L2) */
+    int32_t reserved;           /* keeps the size a multiple of 8 on both sides */
 } fc_softmax_args;
 /* Both sides check this (static assertions in softmax.c and softmax.cuh). */
-#define FC_SOFTMAX_ARGS_BYTES 104
+#define FC_SOFTMAX_ARGS_BYTES 112
 
 /* Row-in-registers configurations: X(name, group, items, block).
  * A group of `group` threads owns one row; each thread holds `items` values in registers, so a

@@ -56,11 +56,12 @@ FC_DEVICE void copy_wait(int pending) {
 }
 static_assert(2 * FC_STAGED_SUBSTAGES - 1 <= 7, "copy_wait has cases up to 7 pending groups");
 
-/* Where an item lies: its row, chunk, first column and number of columns. */
+/* Where an item lies: its row, chunk, first column, number of columns, and how many of those
+ * its buffer holds (the first ones). */
 struct staged_item {
     int row, chunk;
     int64_t origin;
-    int valid;
+    int valid, held;
 };
 
 FC_DEVICE staged_item locate(const fc_softmax_args &a, int item) {
@@ -69,6 +70,7 @@ FC_DEVICE staged_item locate(const fc_softmax_args &a, int item) {
     it.chunk = item % a.chunks;
     it.origin = (int64_t)it.chunk * a.chunk_cols;
     it.valid = (int)min((int64_t)a.chunk_cols, a.cols - it.origin);
+    it.held = min(it.valid, a.held_cols);
     return it;
 }
 
@@ -82,7 +84,7 @@ FC_DEVICE void staged_issue(const fc_softmax_args &a, int item, uint4 *buf, int 
     constexpr int VEC = dtype_io<DT>::vec, BYTES = dtype_io<DT>::bytes;
     const staged_item it = locate(a, item);
     const char *src = row_ptr(a.x, it.row, a.x_stride, BYTES) + it.origin * BYTES;
-    const int full = it.valid / VEC, tail = it.valid % VEC;
+    const int full = it.held / VEC, tail = it.held % VEC;
     for (int s = 0; s < FC_STAGED_SUBSTAGES; s++) {
         const int r1 = min(rounds, (s + 1) * rounds_per_stage);
         for (int r = s * rounds_per_stage; r < r1; r++) {
@@ -102,16 +104,16 @@ FC_DEVICE void staged_issue(const fc_softmax_args &a, int item, uint4 *buf, int 
     }
 }
 
-/* Vector j of a buffer as VEC scaled values; columns at or past `valid` read as -inf. */
+/* Vector j of a buffer as VEC scaled values; columns at or past `held` read as -inf. */
 template <int DT>
-FC_DEVICE void staged_values(const uint4 *buf, int j, int valid, float scale, float *o) {
+FC_DEVICE void staged_values(const uint4 *buf, int j, int held, float scale, float *o) {
     constexpr int VEC = dtype_io<DT>::vec;
     dtype_io<DT>::unpack(buf[j], o);
 #pragma unroll
-    for (int e = 0; e < VEC; e++) o[e] = j * VEC + e < valid ? __fmul_rn(o[e], scale) : -INFINITY;
+    for (int e = 0; e < VEC; e++) o[e] = j * VEC + e < held ? __fmul_rn(o[e], scale) : -INFINITY;
 }
 
-/* Output pass over this thread's vectors of an item, y of dtype YT. */
+/* Output pass over this thread's vectors of an item's buffer, y of dtype YT. */
 template <int DT, int TPB, int YT>
 FC_DEVICE void staged_store(const fc_softmax_args &a, const staged_item &it, const uint4 *buf,
                             int rounds, float m, float d) {
@@ -122,34 +124,37 @@ FC_DEVICE void staged_store(const fc_softmax_args &a, const staged_item &it, con
 #pragma unroll 2
     for (int r = 0; r < rounds; r++) {
         const int j = (int)threadIdx.x + r * TPB;
-        if (j * VEC >= it.valid) break;
+        if (j * VEC >= it.held) break;
         float v[VEC];
-        staged_values<DT>(buf, j, it.valid, a.scale, v);
+        staged_values<DT>(buf, j, it.held, a.scale, v);
 #pragma unroll
         for (int e = 0; e < VEC; e++) v[e] = log ? (v[e] - s) - log_d : expf(v[e] - s) * inv_d;
         char *p = y + (int64_t)j * VEC * Y_BYTES;
-        if (vec_ok && j * VEC + VEC <= it.valid) {
+        if (vec_ok && j * VEC + VEC <= it.held) {
             store_vec<VEC, true>(p, YT, v);
         } else {
 #pragma unroll
             for (int e = 0; e < VEC; e++)
-                if (j * VEC + e < it.valid) store_one(p + e * Y_BYTES, YT, v[e]);
+                if (j * VEC + e < it.held) store_one(p + e * Y_BYTES, YT, v[e]);
         }
     }
 }
 
-/* a.buffers (1 or 2) buffers of a.chunk_cols columns each in dynamic shared memory. Launched
+/* a.buffers (1 or 2) buffers of a.held_cols columns each in dynamic shared memory; columns of a
+ * chunk past those are streamed from global memory in both passes, before the buffer's. Launched
  * cooperatively with a grid that is a multiple of a.chunks when a.chunks > 1 (every row's chunks
  * are resident in the same round, so the waits finish); any grid when a.chunks == 1. */
 template <int DT, int TPB>
 __device__ void softmax_staged(const fc_softmax_args &a) {
     constexpr int VEC = dtype_io<DT>::vec, UV = FC_SOFTMAX_STREAM_VALUES / VEC;
+    constexpr int OV = 8 / VEC > 0 ? 8 / VEC : 1; /* vectors per step past the buffer: 8 values,
+                                                   which keeps f32 within 64 registers */
     extern __shared__ uint4 stage[];
     __shared__ float2 slots[32];
     __shared__ float2 row_stats;
     const int items = (int)(a.rows * a.chunks); /* the host keeps it below 2^31 */
     const int grid = (int)gridDim.x, buffers = a.buffers;
-    const int buf_vecs = (int)(a.chunk_cols / VEC);
+    const int buf_vecs = a.held_cols / VEC;
     const int rounds = (buf_vecs + TPB - 1) / TPB;
     const int per_stage = (rounds + FC_STAGED_SUBSTAGES - 1) / FC_STAGED_SUBSTAGES;
     float2 *partials = reinterpret_cast<float2 *>(a.partials);
@@ -164,7 +169,14 @@ __device__ void softmax_staged(const fc_softmax_args &a) {
         const staged_item it = locate(a, item);
         /* The next item's groups, when already issued, are the most recent ones. */
         const int ahead = buffers == 2 && item + grid < items ? FC_STAGED_SUBSTAGES : 0;
+        const char *x_row = row_ptr(a.x, it.row, a.x_stride, dtype_io<DT>::bytes);
         float m = -INFINITY, d = 0.0f;
+        /* The part past the buffer first: its loads overlap the copies still in flight. */
+        for (int64_t c = it.origin + it.held; c < it.origin + it.valid; c += TPB * OV * VEC) {
+            float v[OV * VEC];
+            load_slice<DT, TPB, OV>(x_row, c, it.origin + it.valid, threadIdx.x, true, a.scale, v);
+            online_step<OV * VEC>(m, d, v);
+        }
         for (int s = 0; s < FC_STAGED_SUBSTAGES; s++) {
             copy_wait(ahead + FC_STAGED_SUBSTAGES - 1 - s);
             const int r1 = min(rounds, (s + 1) * per_stage);
@@ -173,8 +185,8 @@ __device__ void softmax_staged(const fc_softmax_args &a) {
 #pragma unroll
                 for (int u = 0; u < UV; u++) {
                     const int j = (int)threadIdx.x + (r + u) * TPB;
-                    if (r + u < r1 && j * VEC < it.valid) {
-                        staged_values<DT>(buf, j, it.valid, a.scale, v + u * VEC);
+                    if (r + u < r1 && j * VEC < it.held) {
+                        staged_values<DT>(buf, j, it.held, a.scale, v + u * VEC);
                     } else {
 #pragma unroll
                         for (int e = 0; e < VEC; e++) v[u * VEC + e] = -INFINITY;
@@ -199,6 +211,10 @@ __device__ void softmax_staged(const fc_softmax_args &a) {
             __syncthreads();
             m = row_stats.x, d = row_stats.y;
         }
+        /* Past the buffer first again, while those lines are the most recent in L2. */
+        if (it.valid > it.held)
+            stream_normalize<DT, TPB, OV>(x_row, row_ptr(a.y, it.row, a.y_stride, a.y_dtype == FC_F32 ? 4 : 2),
+                                          it.origin + it.held, it.origin + it.valid, a, m, d);
         if (a.y_dtype == FC_F32) staged_store<DT, TPB, FC_F32>(a, it, buf, rounds, m, d);
         else if (a.y_dtype == FC_F16) staged_store<DT, TPB, FC_F16>(a, it, buf, rounds, m, d);
         else staged_store<DT, TPB, FC_BF16>(a, it, buf, rounds, m, d);

@@ -103,14 +103,16 @@ static resident_plan plan_resident(const fc_cuda_context *ctx, const fc_softmax_
     return r;
 }
 
-/* The staged kernel's layout for this shape: buffers (2 when two chunks fit in shared memory),
- * columns per chunk, chunks per row (0: the kernel cannot take this shape) and rows per round
- * of the grid. Among the layouts that fit, the one with the least work per SM: rounds times
- * (a chunk's bytes + a fixed cost per round for the exchange and the pipeline's ends, larger
- * with one buffer, whose loads do not overlap the previous round). */
+/* The staged kernel's layout for this shape: buffers (2 when two fit in shared memory), columns
+ * per chunk and of those held in a buffer, chunks per row (0: the kernel cannot take this shape)
+ * and rows per round of the grid. Among the layouts that fit, the one with the least work per
+ * SM: rounds times (a chunk's bytes + its bytes past the buffer, which are read twice + a fixed
+ * cost per round for the exchange and the pipeline's ends, larger with one buffer, whose loads
+ * do not overlap the previous round). At most a third of a chunk lies past its buffer, so that
+ * the second reads find it in L2 (132 SMs * 57 KiB at most). */
 typedef struct staged_plan {
     int buffers;
-    int64_t chunk_cols, chunks, rows_per_grid;
+    int64_t chunk_cols, held_cols, chunks, rows_per_grid;
 } staged_plan;
 
 static staged_plan plan_staged(const fc_cuda_context *ctx, const fc_softmax_desc *d, int x_vec_ok,
@@ -129,7 +131,9 @@ static staged_plan plan_staged(const fc_cuda_context *ctx, const fc_softmax_desc
         const int64_t capacity =
             (int64_t)(k->softmax_staged_smem / (unsigned)buffers) / (granule * bytes) * granule;
         const double round_cost = buffers == 2 ? 8192.0 : 65536.0;
-        int64_t chunks = capacity > 0 ? (int64_t)ceil_div((uint64_t)d->cols, (uint64_t)capacity) : 0;
+        int64_t chunks = capacity > 0 ? (int64_t)ceil_div((uint64_t)d->cols,
+                                                          (uint64_t)(capacity + capacity / 2))
+                                      : 0;
         if (chunks == 0) continue;
         if (chunks < min_chunks) chunks = min_chunks;
         for (; chunks <= max_blocks; chunks++) {
@@ -137,16 +141,19 @@ static staged_plan plan_staged(const fc_cuda_context *ctx, const fc_softmax_desc
                 (int64_t)(ceil_div(ceil_div((uint64_t)d->cols, (uint64_t)chunks), (uint64_t)granule) *
                           (uint64_t)granule);
             const int64_t n = (int64_t)ceil_div((uint64_t)d->cols, (uint64_t)chunk_cols);
+            const int64_t held = chunk_cols < capacity ? chunk_cols : capacity;
             int64_t rows_per_grid, rounds;
             double cost;
             if (n != chunks) continue; /* rounding merged chunks: the same as a smaller count */
+            if (2 * (chunk_cols - held) > held) continue;
             if (n > 1 && !ctx->cooperative) break;
             if (d->rows * n >= ((int64_t)1 << 31)) break; /* the kernel counts items in int */
             rows_per_grid = max_blocks / n < d->rows ? max_blocks / n : d->rows;
             rounds = (int64_t)ceil_div((uint64_t)d->rows, (uint64_t)rows_per_grid);
-            cost = (double)rounds * ((double)(chunk_cols * bytes) + round_cost);
+            cost = (double)rounds * ((double)((2 * chunk_cols - held) * bytes) + round_cost);
             if (best.chunks == 0 || cost < best_cost) {
-                best.buffers = buffers, best.chunk_cols = chunk_cols, best.chunks = n;
+                best.buffers = buffers, best.chunk_cols = chunk_cols, best.held_cols = held;
+                best.chunks = n;
                 best.rows_per_grid = rows_per_grid, best_cost = cost;
             }
         }
@@ -282,10 +289,11 @@ static flashcl_status run_staged(fc_cuda_context *ctx, const fc_softmax_desc *d,
                                  fc_softmax_args *a, const staged_plan *p) {
     const uint64_t blocks = (uint64_t)(p->rows_per_grid * p->chunks);
     const unsigned smem =
-        (unsigned)((uint64_t)p->buffers * (uint64_t)p->chunk_cols * dtype_bytes(d->x_dtype));
+        (unsigned)((uint64_t)p->buffers * (uint64_t)p->held_cols * dtype_bytes(d->x_dtype));
     void *params[1];
     CUresult r;
     a->chunk_cols = p->chunk_cols;
+    a->held_cols = (int32_t)p->held_cols;
     a->chunks = (int32_t)p->chunks;
     a->buffers = p->buffers;
     params[0] = a;
