@@ -109,8 +109,14 @@ template <int DT>
 FC_DEVICE void staged_values(const uint4 *buf, int j, int held, float scale, float *o) {
     constexpr int VEC = dtype_io<DT>::vec;
     dtype_io<DT>::unpack(buf[j], o);
+    if (j * VEC + VEC <= held) {
 #pragma unroll
-    for (int e = 0; e < VEC; e++) o[e] = j * VEC + e < held ? __fmul_rn(o[e], scale) : -INFINITY;
+        for (int e = 0; e < VEC; e++) o[e] = __fmul_rn(o[e], scale);
+    } else {
+#pragma unroll
+        for (int e = 0; e < VEC; e++)
+            o[e] = j * VEC + e < held ? __fmul_rn(o[e], scale) : -INFINITY;
+    }
 }
 
 /* Output pass over this thread's vectors of an item's buffer, y of dtype YT. */
@@ -127,8 +133,13 @@ FC_DEVICE void staged_store(const fc_softmax_args &a, const staged_item &it, con
         if (j * VEC >= it.held) break;
         float v[VEC];
         staged_values<DT>(buf, j, it.held, a.scale, v);
+        if (log) {
 #pragma unroll
-        for (int e = 0; e < VEC; e++) v[e] = log ? (v[e] - s) - log_d : expf(v[e] - s) * inv_d;
+            for (int e = 0; e < VEC; e++) v[e] = (v[e] - s) - log_d;
+        } else {
+#pragma unroll
+            for (int e = 0; e < VEC; e++) v[e] = expf(v[e] - s) * inv_d;
+        }
         char *p = y + (int64_t)j * VEC * Y_BYTES;
         if (vec_ok && j * VEC + VEC <= it.held) {
             store_vec<VEC, true>(p, YT, v);
@@ -212,9 +223,11 @@ __device__ void softmax_staged(const fc_softmax_args &a) {
             m = row_stats.x, d = row_stats.y;
         }
         /* Past the buffer first again, while those lines are the most recent in L2. */
-        if (it.valid > it.held)
-            stream_normalize<DT, TPB, OV>(x_row, row_ptr(a.y, it.row, a.y_stride, a.y_dtype == FC_F32 ? 4 : 2),
-                                          it.origin + it.held, it.origin + it.valid, a, m, d);
+        if (it.valid > it.held) {
+            char *y_row = row_ptr(a.y, it.row, a.y_stride, a.y_dtype == FC_F32 ? 4 : 2);
+            stream_normalize<DT, TPB, OV>(x_row, y_row, it.origin + it.held,
+                                          it.origin + it.valid, a, m, d);
+        }
         if (a.y_dtype == FC_F32) staged_store<DT, TPB, FC_F32>(a, it, buf, rounds, m, d);
         else if (a.y_dtype == FC_F16) staged_store<DT, TPB, FC_F16>(a, it, buf, rounds, m, d);
         else staged_store<DT, TPB, FC_BF16>(a, it, buf, rounds, m, d);

@@ -137,9 +137,9 @@ static staged_plan plan_staged(const fc_cuda_context *ctx, const fc_softmax_desc
         if (chunks == 0) continue;
         if (chunks < min_chunks) chunks = min_chunks;
         for (; chunks <= max_blocks; chunks++) {
+            const uint64_t per_chunk = ceil_div((uint64_t)d->cols, (uint64_t)chunks);
             const int64_t chunk_cols =
-                (int64_t)(ceil_div(ceil_div((uint64_t)d->cols, (uint64_t)chunks), (uint64_t)granule) *
-                          (uint64_t)granule);
+                (int64_t)(ceil_div(per_chunk, (uint64_t)granule) * (uint64_t)granule);
             const int64_t n = (int64_t)ceil_div((uint64_t)d->cols, (uint64_t)chunk_cols);
             const int64_t held = chunk_cols < capacity ? chunk_cols : capacity;
             int64_t rows_per_grid, rounds;
@@ -181,7 +181,8 @@ static plan_kind choose_legacy(const fc_cuda_context *ctx, const fc_softmax_desc
 static plan_kind choose(const fc_cuda_context *ctx, const fc_softmax_desc *d, int x_vec_ok,
                         staged_plan *staged) {
     const int few_long = d->cols > 4096 && d->rows < ctx->sm_count / 2;
-    const int64_t register_cols = d->x_dtype == FLASHCL_F32 ? FC_ROWS_MAX_COLS : FC_ROWS_MAX_COLS / 2;
+    const int64_t register_cols =
+        d->x_dtype == FLASHCL_F32 ? FC_ROWS_MAX_COLS : FC_ROWS_MAX_COLS / 2;
     if (d->cols <= register_cols && !few_long) return PLAN_ROWS;
     *staged = plan_staged(ctx, d, x_vec_ok, 1);
     if (staged->chunks > 0) return PLAN_STAGED;
