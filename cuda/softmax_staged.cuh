@@ -74,34 +74,43 @@ FC_DEVICE staged_item locate(const fc_softmax_args &a, int item) {
     return it;
 }
 
-/* Issues the copies of one item into buf: this thread's vectors of round r (vector t + r * TPB)
- * in substage r / rounds_per_stage, one commit group per substage (empty groups included, so
- * that every item is exactly FC_STAGED_SUBSTAGES groups). A last partial vector (cols not a
- * multiple of VEC) is copied element by element by its owner. */
+/* Issues one substage of an item's copies into buf, as one commit group (empty ones included,
+ * so that every item is exactly FC_STAGED_SUBSTAGES groups): this thread's vectors of the rounds
+ * [r0, r1), vector t + r * TPB in round r. A last partial vector (cols not a multiple of VEC) is
+ * copied element by element by its owner. */
 template <int DT, int TPB>
-FC_DEVICE void staged_issue(const fc_softmax_args &a, int item, uint4 *buf, int rounds,
-                            int rounds_per_stage) {
+FC_DEVICE void staged_issue_stage(const fc_softmax_args &a, const staged_item &it, uint4 *buf,
+                                  int r0, int r1) {
     constexpr int VEC = dtype_io<DT>::vec, BYTES = dtype_io<DT>::bytes;
-    const staged_item it = locate(a, item);
     const char *src = row_ptr(a.x, it.row, a.x_stride, BYTES) + it.origin * BYTES;
     const int full = it.held / VEC, tail = it.held % VEC;
-    for (int s = 0; s < FC_STAGED_SUBSTAGES; s++) {
-        const int r1 = min(rounds, (s + 1) * rounds_per_stage);
-        for (int r = s * rounds_per_stage; r < r1; r++) {
-            const int j = (int)threadIdx.x + r * TPB;
-            if (j < full) {
-                copy16_async(buf + j, src + (int64_t)j * 16);
-            } else if (j == full && tail) {
-                unsigned short *dst16 = reinterpret_cast<unsigned short *>(buf + j);
-                float *dst32 = reinterpret_cast<float *>(buf + j);
-                for (int e = 0; e < tail; e++) {
-                    if (BYTES == 4) dst32[e] = reinterpret_cast<const float *>(src)[j * VEC + e];
-                    else dst16[e] = reinterpret_cast<const unsigned short *>(src)[j * VEC + e];
-                }
+    for (int r = r0; r < r1; r++) {
+        const int j = (int)threadIdx.x + r * TPB;
+        if (j < full) {
+            copy16_async(buf + j, src + (int64_t)j * 16);
+        } else if (j == full && tail) {
+            unsigned short *dst16 = reinterpret_cast<unsigned short *>(buf + j);
+            float *dst32 = reinterpret_cast<float *>(buf + j);
+            for (int e = 0; e < tail; e++) {
+                if (BYTES == 4) dst32[e] = reinterpret_cast<const float *>(src)[j * VEC + e];
+                else dst16[e] = reinterpret_cast<const unsigned short *>(src)[j * VEC + e];
             }
         }
-        copy_commit();
     }
+    copy_commit();
+}
+
+/* Rounds [first, end) of substage s. */
+FC_DEVICE int stage_first(int s, int per_stage) { return s * per_stage; }
+FC_DEVICE int stage_end(int s, int per_stage, int rounds) { return min(rounds, (s + 1) * per_stage); }
+
+template <int DT, int TPB>
+FC_DEVICE void staged_issue(const fc_softmax_args &a, int item, uint4 *buf, int rounds,
+                            int per_stage) {
+    const staged_item it = locate(a, item);
+    for (int s = 0; s < FC_STAGED_SUBSTAGES; s++)
+        staged_issue_stage<DT, TPB>(a, it, buf, stage_first(s, per_stage),
+                                    stage_end(s, per_stage, rounds));
 }
 
 /* Vector j of a buffer as VEC scaled values; columns at or past `held` read as -inf. */
@@ -119,16 +128,17 @@ FC_DEVICE void staged_values(const uint4 *buf, int j, int held, float scale, flo
     }
 }
 
-/* Output pass over this thread's vectors of an item's buffer, y of dtype YT. */
+/* Output pass over this thread's vectors of the rounds [r0, r1) of an item's buffer, y of dtype
+ * YT. */
 template <int DT, int TPB, int YT>
-FC_DEVICE void staged_store(const fc_softmax_args &a, const staged_item &it, const uint4 *buf,
-                            int rounds, float m, float d) {
+FC_DEVICE void staged_store_as(const fc_softmax_args &a, const staged_item &it, const uint4 *buf,
+                               int r0, int r1, float m, float d) {
     constexpr int VEC = dtype_io<DT>::vec, Y_BYTES = YT == FC_F32 ? 4 : 2;
     const bool log = a.log != 0, vec_ok = a.y_vec_ok != 0;
     const float s = subtrahend(m), inv_d = 1.0f / d, log_d = log ? logf(d) : 0.0f;
     char *y = row_ptr(a.y, it.row, a.y_stride, Y_BYTES) + it.origin * Y_BYTES;
 #pragma unroll 2
-    for (int r = 0; r < rounds; r++) {
+    for (int r = r0; r < r1; r++) {
         const int j = (int)threadIdx.x + r * TPB;
         if (j * VEC >= it.held) break;
         float v[VEC];
@@ -149,6 +159,14 @@ FC_DEVICE void staged_store(const fc_softmax_args &a, const staged_item &it, con
                 if (j * VEC + e < it.held) store_one(p + e * Y_BYTES, YT, v[e]);
         }
     }
+}
+
+template <int DT, int TPB>
+FC_DEVICE void staged_store(const fc_softmax_args &a, const staged_item &it, const uint4 *buf,
+                            int r0, int r1, float m, float d) {
+    if (a.y_dtype == FC_F32) staged_store_as<DT, TPB, FC_F32>(a, it, buf, r0, r1, m, d);
+    else if (a.y_dtype == FC_F16) staged_store_as<DT, TPB, FC_F16>(a, it, buf, r0, r1, m, d);
+    else staged_store_as<DT, TPB, FC_BF16>(a, it, buf, r0, r1, m, d);
 }
 
 /* a.buffers (1 or 2) buffers of a.held_cols columns each in dynamic shared memory; columns of a
@@ -190,8 +208,8 @@ __device__ void softmax_staged(const fc_softmax_args &a) {
         }
         for (int s = 0; s < FC_STAGED_SUBSTAGES; s++) {
             copy_wait(ahead + FC_STAGED_SUBSTAGES - 1 - s);
-            const int r1 = min(rounds, (s + 1) * per_stage);
-            for (int r = s * per_stage; r < r1; r += UV) {
+            const int r1 = stage_end(s, per_stage, rounds);
+            for (int r = stage_first(s, per_stage); r < r1; r += UV) {
                 float v[UV * VEC];
 #pragma unroll
                 for (int u = 0; u < UV; u++) {
@@ -228,14 +246,24 @@ __device__ void softmax_staged(const fc_softmax_args &a) {
             stream_normalize<DT, TPB, OV>(x_row, y_row, it.origin + it.held,
                                           it.origin + it.valid, a, m, d);
         }
-        if (a.y_dtype == FC_F32) staged_store<DT, TPB, FC_F32>(a, it, buf, rounds, m, d);
-        else if (a.y_dtype == FC_F16) staged_store<DT, TPB, FC_F16>(a, it, buf, rounds, m, d);
-        else staged_store<DT, TPB, FC_BF16>(a, it, buf, rounds, m, d);
+        if (buffers == 1 && item + grid < items) {
+            /* One buffer: each substage's vectors, once written out, are refilled with the next
+             * item's (by their owner, so without a barrier), which then loads during this
+             * output pass. */
+            const staged_item next = locate(a, item + grid);
+            for (int s = 0; s < FC_STAGED_SUBSTAGES; s++) {
+                const int r0 = stage_first(s, per_stage), r1 = stage_end(s, per_stage, rounds);
+                staged_store<DT, TPB>(a, it, buf, r0, r1, m, d);
+                staged_issue_stage<DT, TPB>(a, next, buf, r0, r1);
+            }
+        } else {
+            staged_store<DT, TPB>(a, it, buf, 0, rounds, m, d);
+        }
         __syncthreads(); /* slots and row_stats are reused by the next item */
-        /* This buffer is consumed (by its owners, the only threads that touch their vectors):
-         * refill it with the item `buffers` rounds ahead. */
-        if (item + buffers * grid < items)
-            staged_issue<DT, TPB>(a, item + buffers * grid, buf, rounds, per_stage);
+        /* Two buffers: this one is consumed (by its owners, the only threads that touch their
+         * vectors): refill it with the item two rounds ahead. */
+        if (buffers == 2 && item + 2 * grid < items)
+            staged_issue<DT, TPB>(a, item + 2 * grid, buf, rounds, per_stage);
     }
 }
 
