@@ -215,9 +215,9 @@ static void test_softmax_on_wrapped_memory(void **state) {
         {FLASHCL_F32, FLASHCL_BF16, 150, 70000, 0, 0, 1.0f, 1, 0, 1, FLASHCL_SOFTMAX_AUTO},
         /* chunks longer than the staged kernel's buffers (the rest read twice): two buffers,
          * one buffer */
-        {FLASHCL_F32, FLASHCL_F32, 4, 4000001, 3, 0, 1.0f, 0, 0, 1, FLASHCL_SOFTMAX_AUTO},
+        {FLASHCL_F32, FLASHCL_F32, 2, 4000001, 3, 0, 1.0f, 0, 0, 1, FLASHCL_SOFTMAX_AUTO},
         {FLASHCL_F16, FLASHCL_BF16, 2, 9000000, 0, 0, 1.0f, 1, 0, 0, FLASHCL_SOFTMAX_AUTO},
-        {FLASHCL_F32, FLASHCL_F32, 3, 8388608, 0, 0, 1.0f, 0, 1, 1, FLASHCL_SOFTMAX_AUTO},
+        {FLASHCL_F32, FLASHCL_F32, 2, 8388608, 0, 0, 1.0f, 0, 1, 1, FLASHCL_SOFTMAX_AUTO},
         /* 16-bit register rows with 32 items per thread (b128x32, b256x32) */
         {FLASHCL_BF16, FLASHCL_BF16, 70, 4000, 0, 0, 1.0f, 0, 0, 1, FLASHCL_SOFTMAX_AUTO},
         {FLASHCL_F16, FLASHCL_F16, 70, 8192, 0, 0, 1.0f, 1, 0, 1, FLASHCL_SOFTMAX_ROW_IN_REGISTERS},
