@@ -2,6 +2,7 @@
  * launches the kernels of cuda/softmax.cuh.
  *
  *   row in registers  cols <= 32768: a group of 4..1024 threads holds the row; one read, one write.
+ *                     16-bit rows of 4096 and 8192 take 32 items per thread (64 bytes in flight).
  *   resident split    a row's chunks of 8192..32768 columns (registers, plus up to 3 parts in
  *                     shared memory) on co-resident blocks (cooperative launch) that exchange
  *                     their (max, sum) and normalise what they hold: one read, any number of
@@ -11,13 +12,15 @@
  *   staged            (cuda/softmax_staged.cuh) one 1024-thread block per SM holds chunks of rows
  *                     in shared memory, copied in by cp.async with the next chunk already in
  *                     flight; the chunks of a row exchange (max, sum) like the resident split.
- *                     One read, HBM kept busy: rows past 32768 columns (16384 for 16-bit, whose
- *                     register rows hold half the bytes), and few long rows.
+ *                     One read (but for up to a third of a chunk past its buffer, read twice,
+ *                     the second time from L2), HBM kept busy: rows past 32768 columns (16384
+ *                     for 16-bit, whose register rows hold half the bytes), and few long rows.
  * Forced SPLIT_ROW takes the staged kernel with two chunks or more where it fits, else the
  * resident split, else the two-kernel split.
  *
  * FLASHCL_CUDA_SOFTMAX_LEGACY=1 restores the plans of before the staged kernel (no staged kernel,
- * 16-bit rows in the f32 register configurations), for A/B measurements. */
+ * 16-bit rows in the f32 register configurations), for A/B measurements;
+ * FLASHCL_CUDA_SOFTMAX_TRACE=1 prints the plan of each call on stderr. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,9 +50,9 @@ static size_t dtype_bytes(flashcl_dtype dt) { return dt == FLASHCL_F32 ? 4 : 2; 
 
 static uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
-/* FLASHCL_CUDA_SOFTMAX_LEGACY set and not "0": the plans of before the staged kernel. */
-static int legacy_plans(void) {
-    const char *v = getenv("FLASHCL_CUDA_SOFTMAX_LEGACY");
+/* An environment switch: set, and neither empty nor "0". */
+static int env_on(const char *name) {
+    const char *v = getenv(name);
     return v != NULL && v[0] != '\0' && strcmp(v, "0") != 0;
 }
 
@@ -326,13 +329,30 @@ static flashcl_status run_staged(fc_cuda_context *ctx, const fc_softmax_desc *d,
     return FLASHCL_SUCCESS;
 }
 
+/* FLASHCL_CUDA_SOFTMAX_TRACE=1: one line per call on stderr with the plan taken (before any
+ * fallback), to check on a GPU which plan a shape gets. */
+static void trace_plan(const fc_softmax_desc *d, plan_kind plan, int legacy,
+                       const staged_plan *staged) {
+    static const char *const names[] = {"rows", "resident", "chunked", "split", "staged"};
+    fprintf(stderr, "flashcl cuda softmax %lldx%lld dtype %d%s: %s", (long long)d->rows,
+            (long long)d->cols, (int)d->x_dtype, legacy ? " (legacy plans)" : "", names[plan]);
+    if (plan == PLAN_ROWS)
+        fprintf(stderr, " config %d", row_config(d->cols, d->x_dtype, legacy));
+    if (plan == PLAN_STAGED)
+        fprintf(stderr, " chunks %lld of %lld columns (%lld in a buffer), %d buffers, %lld rows "
+                "per round",
+                (long long)staged->chunks, (long long)staged->chunk_cols,
+                (long long)staged->held_cols, staged->buffers, (long long)staged->rows_per_grid);
+    fputc('\n', stderr);
+}
+
 flashcl_status fc_cuda_softmax(void *opaque, const fc_softmax_desc *d) {
     fc_cuda_context *ctx = opaque;
     const fc_cuda_buffer *x = d->x_mem, *y = d->y_mem;
     const size_t x_bytes = dtype_bytes(d->x_dtype), y_bytes = dtype_bytes(d->y_dtype);
     const size_t vec = 16 / x_bytes; /* elements per 16-byte load of x */
     const size_t y_align = vec * y_bytes < 16 ? vec * y_bytes : 16;
-    const int legacy = legacy_plans();
+    const int legacy = env_on("FLASHCL_CUDA_SOFTMAX_LEGACY");
     fc_softmax_args a;
     staged_plan staged;
     plan_kind plan;
@@ -369,6 +389,8 @@ flashcl_status fc_cuda_softmax(void *opaque, const fc_softmax_desc *d) {
     default: plan = legacy ? choose_legacy(ctx, d) : choose(ctx, d, a.x_vec_ok, &staged); break;
     }
 
+    if (env_on("FLASHCL_CUDA_SOFTMAX_TRACE"))
+        trace_plan(d, plan, legacy, &staged);
     st = fc_cuda_enter(ctx);
     if (st != FLASHCL_SUCCESS) return st;
     mtx_lock(&ctx->lock); /* the stream, the scratch, and launches that share it */
