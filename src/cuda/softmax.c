@@ -20,7 +20,9 @@
  *
  * FLASHCL_CUDA_SOFTMAX_LEGACY=1 restores the plans of before the staged kernel (no staged kernel,
  * 16-bit rows in the f32 register configurations), for A/B measurements;
- * FLASHCL_CUDA_SOFTMAX_TRACE=1 prints the plan of each call on stderr. */
+ * FLASHCL_CUDA_SOFTMAX_TRACE=1 prints the plan of each call on stderr;
+ * FLASHCL_CUDA_SOFTMAX_STAGED_BUFFERS=1|2 and FLASHCL_CUDA_SOFTMAX_STAGED_CHUNKS=n restrict the
+ * staged kernel's layouts to those (where they fit), for tuning. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,6 +127,10 @@ static staged_plan plan_staged(const fc_cuda_context *ctx, const fc_softmax_desc
     const int64_t granule = 32 * (16 / bytes); /* a warp's 16-byte vectors: aligned chunk starts */
     const int64_t max_blocks =
         (int64_t)k->softmax_staged_blocks_per_sm[d->x_dtype] * ctx->sm_count;
+    /* Tuning overrides, for measurements: only this many buffers / chunks per row. */
+    const char *force_buffers = getenv("FLASHCL_CUDA_SOFTMAX_STAGED_BUFFERS");
+    const char *force_chunks = getenv("FLASHCL_CUDA_SOFTMAX_STAGED_CHUNKS");
+    const int64_t only_chunks = force_chunks ? atoll(force_chunks) : 0;
     staged_plan best;
     double best_cost = 0;
     int buffers;
@@ -137,8 +143,9 @@ static staged_plan plan_staged(const fc_cuda_context *ctx, const fc_softmax_desc
         int64_t chunks = capacity > 0 ? (int64_t)ceil_div((uint64_t)d->cols,
                                                           (uint64_t)(capacity + capacity / 2))
                                       : 0;
-        if (chunks == 0) continue;
+        if (chunks == 0 || (force_buffers && atoi(force_buffers) != buffers)) continue;
         if (chunks < min_chunks) chunks = min_chunks;
+        if (only_chunks > 0 && chunks < only_chunks) chunks = only_chunks;
         for (; chunks <= max_blocks; chunks++) {
             const uint64_t per_chunk = ceil_div((uint64_t)d->cols, (uint64_t)chunks);
             const int64_t chunk_cols =
@@ -147,6 +154,7 @@ static staged_plan plan_staged(const fc_cuda_context *ctx, const fc_softmax_desc
             const int64_t held = chunk_cols < capacity ? chunk_cols : capacity;
             int64_t rows_per_grid, rounds;
             double cost;
+            if (only_chunks > 0 && chunks > only_chunks) break;
             if (n != chunks) continue; /* rounding merged chunks: the same as a smaller count */
             if (2 * (chunk_cols - held) > held) continue;
             if (n > 1 && !ctx->cooperative) break;
