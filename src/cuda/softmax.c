@@ -112,8 +112,8 @@ static resident_plan plan_resident(const fc_cuda_context *ctx, const fc_softmax_
  * per chunk and of those held in a buffer, chunks per row (0: the kernel cannot take this shape)
  * and rows per round of the grid. Among the layouts that fit, the one with the least work per
  * SM: rounds times (a chunk's bytes + its bytes past the buffer, which are read twice + a fixed
- * cost per round for the exchange and the pipeline's ends, larger with one buffer, whose loads
- * do not overlap the previous round). At most a third of a chunk lies past its buffer, so that
+ * cost per round for the exchange and the pipeline's ends, larger with one buffer, which has no
+ * loads in flight during the exchange). At most a third of a chunk lies past its buffer, so that
  * the second reads find it in L2 (132 SMs * 57 KiB at most). */
 typedef struct staged_plan {
     int buffers;
