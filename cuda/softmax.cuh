@@ -1,4 +1,5 @@
-/* Softmax kernels: row in registers, resident split, online chunked, and the two-kernel split.
+/* Softmax kernels: row in registers, resident split, online chunked, the two-kernel split, and
+ * (softmax_staged.cuh) the staged kernel.
  *
  * Numbers follow torch.softmax / torch.log_softmax: s = x * scale rounded to f32 first (never
  * contracted into a later subtraction: with |x| ~ 1e30 that would cost the whole result),
@@ -265,8 +266,21 @@ __device__ void softmax_resident(const fc_softmax_args &a) {
 
 /* ---- streaming: any row length, the row read twice ------------------------------------------- */
 
+/* One step of a thread's online (max, sum): N more values (one exp per value plus one). */
+template <int N> FC_DEVICE void online_step(float &m, float &d, const float *v) {
+    float M = m;
+#pragma unroll
+    for (int i = 0; i < N; i++) M = fmaxf(M, v[i]);
+    const float s = subtrahend(M);
+    float sum = 0.0f;
+#pragma unroll
+    for (int i = 0; i < N; i++) sum += expf(v[i] - s);
+    d = __fadd_rn(__fmul_rn(d, expf(m - s)), sum);
+    m = M;
+}
+
 /* Pass 1 over the columns [c0, c1): each thread keeps an online (max, sum) over its vectors,
- * UV vectors per step (one exp per element plus one per step); then the block merges. */
+ * UV vectors per step; then the block merges. */
 template <int DT, int TPB, int UV>
 FC_DEVICE void stream_stats(const char *row, int64_t c0, int64_t c1, bool vec_ok, float scale,
                             float &m, float &d, float2 *slots) {
@@ -275,15 +289,7 @@ FC_DEVICE void stream_stats(const char *row, int64_t c0, int64_t c1, bool vec_ok
     for (int64_t base = c0; base < c1; base += STEP) {
         float v[UV * VEC];
         load_slice<DT, TPB, UV>(row, base, c1, threadIdx.x, vec_ok, scale, v);
-        float M = m;
-#pragma unroll
-        for (int i = 0; i < UV * VEC; i++) M = fmaxf(M, v[i]);
-        const float s = subtrahend(M);
-        float sum = 0.0f;
-#pragma unroll
-        for (int i = 0; i < UV * VEC; i++) sum += expf(v[i] - s);
-        d = __fadd_rn(__fmul_rn(d, expf(m - s)), sum);
-        m = M;
+        online_step<UV * VEC>(m, d, v);
     }
     block_merge<TPB>(m, d, slots);
 }
@@ -396,3 +402,5 @@ FC_SOFTMAX_ROW_CONFIGS(FC_ROWS_KERNELS)
         softmax_split_normalize<FC_STREAM_ARGS(DT)>(a);                                         \
     }
 FC_SOFTMAX_FOR_DTYPES(FC_OTHER_KERNELS, 0)
+
+#include "softmax_staged.cuh"

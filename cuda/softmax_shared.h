@@ -22,12 +22,17 @@ typedef struct fc_softmax_args {
     int32_t y_vec_ok;           /* every y row is aligned for the vector stores (see softmax.c) */
     int32_t chunks;             /* split kernels: chunks per row */
     int32_t smem_parts;         /* resident split: parts of a chunk parked in shared memory */
+    int32_t buffers;            /* staged: chunk buffers in shared memory (1, or 2: the next
+                                   item loads while this one is worked on) */
+    int32_t held_cols;          /* staged: columns of a chunk held in a buffer; the rest of the
+                                   chunk is read twice from global memory (the second time
+                                   mostly from L2) */
     int32_t reserved;           /* keeps the size a multiple of 8 on both sides */
 } fc_softmax_args;
 /* Both sides check this (static assertions in softmax.c and softmax.cuh). */
-#define FC_SOFTMAX_ARGS_BYTES 104
+#define FC_SOFTMAX_ARGS_BYTES 112
 
-/* Row-in-registers configurations, smallest first: X(name, group, items, block).
+/* Row-in-registers configurations: X(name, group, items, block).
  * A group of `group` threads owns one row; each thread holds `items` values in registers, so a
  * configuration takes rows of up to group * items columns. `block` threads per block: groups
  * smaller than a warp share blocks of 128; larger groups are the whole block. The host picks
@@ -42,7 +47,9 @@ typedef struct fc_softmax_args {
     X(b256x16, 256, 16, 256)            \
     X(b512x16, 512, 16, 512)            \
     X(b512x32, 512, 32, 512)            \
-    X(b1024x32, 1024, 32, 1024)
+    X(b1024x32, 1024, 32, 1024)         \
+    X(b128x32, 128, 32, 128)            \
+    X(b256x32, 256, 32, 256)
 
 /* The resident split kernel holds a chunk of (1 + smem_parts) * THREADS * ITEMS columns per block:
  * one part in registers (16 values per thread, not 32: its item loop and the partial exchange
@@ -58,5 +65,9 @@ typedef struct fc_softmax_args {
  * so every chunk starts vector-aligned. */
 #define FC_SOFTMAX_STREAM_THREADS 512
 #define FC_SOFTMAX_STREAM_VALUES 16
+
+/* The staged kernel (cuda/softmax_staged.cuh): one block of this many threads per SM, chunks of a
+ * row in shared memory. */
+#define FC_SOFTMAX_STAGED_THREADS 1024
 
 #endif

@@ -62,6 +62,9 @@ typedef struct fc_cuda_kernels {
      * (occupancy API); times the SM count it bounds the cooperative grid. 0 past max_parts. */
     int softmax_resident_blocks_per_sm[FC_CUDA_DTYPES][FC_SOFTMAX_RESIDENT_MAX_SMEM_PARTS + 1];
     int softmax_resident_max_parts; /* shared-memory parts this device's blocks can hold */
+    CUfunction softmax_staged[FC_CUDA_DTYPES];
+    unsigned softmax_staged_smem;   /* dynamic shared memory it may use per block; 0: unusable */
+    int softmax_staged_blocks_per_sm[FC_CUDA_DTYPES]; /* at that much shared memory */
     fc_cuda_attention_kernel attention_tc[FC_TC_CONFIG_COUNT][2];        /* [config][f16, bf16] */
     fc_cuda_attention_kernel attention_tc_decode[FC_TC_DECODE_CONFIG_COUNT][2];
     fc_cuda_attention_kernel attention_simt[FC_SIMT_CONFIG_COUNT][FC_CUDA_DTYPES];

@@ -65,6 +65,30 @@ static flashcl_status size_resident_kernel(fc_cuda_context *ctx, int dt) {
     return FLASHCL_SUCCESS;
 }
 
+/* The staged kernel takes all the shared memory a block may have, less room for its own
+ * __shared__ variables, and runs one block per SM; a device where it cannot leaves it unused
+ * (the other plans cover every shape). */
+static flashcl_status size_staged_kernel(fc_cuda_context *ctx, int dt) {
+    fc_cuda_kernels *k = &ctx->kernels;
+    const size_t static_reserve = 1024;
+    size_t smem = 0;
+    CUresult r;
+    k->softmax_staged_blocks_per_sm[dt] = 0;
+    if (ctx->info.local_mem_bytes > static_reserve)
+        smem = (ctx->info.local_mem_bytes - static_reserve) / 1024 * 1024;
+    if (smem == 0) return FLASHCL_SUCCESS;
+    if (fc_cu()->FuncSetAttribute(k->softmax_staged[dt],
+                                  CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                  (int)smem) != CUDA_SUCCESS)
+        return FLASHCL_SUCCESS;
+    r = fc_cu()->OccupancyMaxActiveBlocksPerMultiprocessor(
+        &k->softmax_staged_blocks_per_sm[dt], k->softmax_staged[dt], FC_SOFTMAX_STAGED_THREADS,
+        smem);
+    if (r != CUDA_SUCCESS) return fc_cu_fail(r, "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+    k->softmax_staged_smem = (unsigned)smem; /* the same for every dtype */
+    return FLASHCL_SUCCESS;
+}
+
 /* softmax kernels of input dtype `dt` */
 static flashcl_status get_softmax_kernels(fc_cuda_context *ctx, int dt) {
     fc_cuda_kernels *k = &ctx->kernels;
@@ -85,9 +109,11 @@ static flashcl_status get_softmax_kernels(fc_cuda_context *ctx, int dt) {
     FC_GET_(softmax_chunked, "fc_softmax_chunked")
     FC_GET_(softmax_split_stats, "fc_softmax_split_stats")
     FC_GET_(softmax_split_normalize, "fc_softmax_split_normalize")
+    FC_GET_(softmax_staged, "fc_softmax_staged")
 #undef FC_GET_
+    if (st == FLASHCL_SUCCESS) st = size_resident_kernel(ctx, dt);
     if (st != FLASHCL_SUCCESS) return st;
-    return size_resident_kernel(ctx, dt);
+    return size_staged_kernel(ctx, dt);
 }
 
 /* Shared memory of the attention kernels (cuda/attention_tc.cuh, attention_tc_decode.cuh,

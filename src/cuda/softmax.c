@@ -2,14 +2,29 @@
  * launches the kernels of cuda/softmax.cuh.
  *
  *   row in registers  cols <= 32768: a group of 4..1024 threads holds the row; one read, one write.
+ *                     16-bit rows of 4096 and 8192 take 32 items per thread (64 bytes in flight).
  *   resident split    a row's chunks of 8192..32768 columns (registers, plus up to 3 parts in
  *                     shared memory) on co-resident blocks (cooperative launch) that exchange
  *                     their (max, sum) and normalise what they hold: one read, any number of
  *                     rows, as long as one row fits on the device (~8.6M columns on an H100/H200).
  *   online chunked    one block per row, pass 1 (max, sum), pass 2 normalise: any length.
  *   two-kernel split  few very long rows: partial (max, sum) per chunk, then merge + normalise.
- * Forced SPLIT_ROW takes the resident split where it fits, else the two-kernel split. */
+ *   staged            (cuda/softmax_staged.cuh) one 1024-thread block per SM holds chunks of rows
+ *                     in shared memory, copied in by cp.async with the next chunk already in
+ *                     flight; the chunks of a row exchange (max, sum) like the resident split.
+ *                     One read (but for up to a third of a chunk past its buffer, read twice,
+ *                     the second time from L2), HBM kept busy: rows past 32768 columns (16384
+ *                     for 16-bit, whose register rows hold half the bytes), and few long rows.
+ * Forced SPLIT_ROW takes the staged kernel with two chunks or more where it fits, else the
+ * resident split, else the two-kernel split.
+ *
+ * FLASHCL_CUDA_SOFTMAX_LEGACY=1 restores the plans of before the staged kernel (no staged kernel,
+ * 16-bit rows in the f32 register configurations), for A/B measurements;
+ * FLASHCL_CUDA_SOFTMAX_TRACE=1 prints the plan of each call on stderr;
+ * FLASHCL_CUDA_SOFTMAX_STAGED_BUFFERS=1|2 and FLASHCL_CUDA_SOFTMAX_STAGED_CHUNKS=n restrict the
+ * staged kernel's layouts to those (where they fit), for tuning. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cuda_internal.h"
@@ -31,9 +46,17 @@ static const struct row_config {
 #define FC_STREAM_STEP ((int64_t)FC_SOFTMAX_STREAM_THREADS * FC_SOFTMAX_STREAM_VALUES)
 #define FC_MAX_GRID_X 0x7fffffffu
 
-typedef enum { PLAN_ROWS, PLAN_RESIDENT, PLAN_CHUNKED, PLAN_SPLIT } plan_kind;
+typedef enum { PLAN_ROWS, PLAN_RESIDENT, PLAN_CHUNKED, PLAN_SPLIT, PLAN_STAGED } plan_kind;
 
 static size_t dtype_bytes(flashcl_dtype dt) { return dt == FLASHCL_F32 ? 4 : 2; }
+
+static uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+
+/* An environment switch: set, and neither empty nor "0". */
+static int env_on(const char *name) {
+    const char *v = getenv(name);
+    return v != NULL && v[0] != '\0' && strcmp(v, "0") != 0;
+}
 
 /* Whether every row of a view starts on an `align`-byte boundary. */
 static int rows_aligned(uint64_t address, int64_t rows, int64_t stride, size_t bytes,
@@ -41,11 +64,21 @@ static int rows_aligned(uint64_t address, int64_t rows, int64_t stride, size_t b
     return address % align == 0 && (rows == 1 || ((uint64_t)stride * bytes) % align == 0);
 }
 
-static int first_row_config(int64_t cols) {
-    int c;
-    for (c = 0; c < FC_ROW_CONFIG_COUNT; c++)
-        if ((int64_t)row_configs[c].group * row_configs[c].items >= cols) return c;
-    return -1;
+/* f32 (and every dtype under the legacy plans): the first configuration that covers the row.
+ * 16-bit: the smallest capacity that covers it, more items per thread on a tie (b128x32 rather
+ * than b256x16 for 4096 columns: 64 bytes in flight per thread instead of 32). */
+static int row_config(int64_t cols, flashcl_dtype dt, int legacy) {
+    int c, best = -1;
+    for (c = 0; c < FC_ROW_CONFIG_COUNT; c++) {
+        const int64_t capacity = (int64_t)row_configs[c].group * row_configs[c].items;
+        if (capacity < cols) continue;
+        if (dt == FLASHCL_F32 || legacy) return c;
+        if (best < 0 || capacity < (int64_t)row_configs[best].group * row_configs[best].items ||
+            (capacity == (int64_t)row_configs[best].group * row_configs[best].items &&
+             row_configs[c].items > row_configs[best].items))
+            best = c;
+    }
+    return best;
 }
 
 /* The resident split's layout for this shape: shared-memory parts per block (the fewest that
@@ -75,10 +108,74 @@ static resident_plan plan_resident(const fc_cuda_context *ctx, const fc_softmax_
     return r;
 }
 
-/* AUTO. Registers whenever the row fits, except a few long rows that would leave most SMs idle;
- * then reading once (resident) beats reading twice (chunked: the second read may hit L2;
- * split: fills the GPU when rows are too few for one block each). */
-static plan_kind choose(const fc_cuda_context *ctx, const fc_softmax_desc *d) {
+/* The staged kernel's layout for this shape: buffers (2 when two fit in shared memory), columns
+ * per chunk and of those held in a buffer, chunks per row (0: the kernel cannot take this shape)
+ * and rows per round of the grid. Among the layouts that fit, the one with the least work per
+ * SM: rounds times (a chunk's bytes + its bytes past the buffer, which are read twice + a fixed
+ * cost per round for the exchange and the pipeline's ends, larger with one buffer, which has no
+ * loads in flight during the exchange). At most a third of a chunk lies past its buffer, so that
+ * the second reads find it in L2 (132 SMs * 57 KiB at most). */
+typedef struct staged_plan {
+    int buffers;
+    int64_t chunk_cols, held_cols, chunks, rows_per_grid;
+} staged_plan;
+
+static staged_plan plan_staged(const fc_cuda_context *ctx, const fc_softmax_desc *d, int x_vec_ok,
+                               int64_t min_chunks) {
+    const fc_cuda_kernels *k = &ctx->kernels;
+    const int64_t bytes = (int64_t)dtype_bytes(d->x_dtype);
+    const int64_t granule = 32 * (16 / bytes); /* a warp's 16-byte vectors: aligned chunk starts */
+    const int64_t max_blocks =
+        (int64_t)k->softmax_staged_blocks_per_sm[d->x_dtype] * ctx->sm_count;
+    /* Tuning overrides, for measurements: only this many buffers / chunks per row. */
+    const char *force_buffers = getenv("FLASHCL_CUDA_SOFTMAX_STAGED_BUFFERS");
+    const char *force_chunks = getenv("FLASHCL_CUDA_SOFTMAX_STAGED_CHUNKS");
+    const int64_t only_chunks = force_chunks ? atoll(force_chunks) : 0;
+    staged_plan best;
+    double best_cost = 0;
+    int buffers;
+    memset(&best, 0, sizeof best);
+    if (!x_vec_ok || max_blocks <= 0 || k->softmax_staged_smem == 0) return best;
+    for (buffers = 2; buffers >= 1; buffers--) {
+        const int64_t capacity =
+            (int64_t)(k->softmax_staged_smem / (unsigned)buffers) / (granule * bytes) * granule;
+        const double round_cost = buffers == 2 ? 8192.0 : 65536.0;
+        int64_t chunks = capacity > 0 ? (int64_t)ceil_div((uint64_t)d->cols,
+                                                          (uint64_t)(capacity + capacity / 2))
+                                      : 0;
+        if (chunks == 0 || (force_buffers && atoi(force_buffers) != buffers)) continue;
+        if (chunks < min_chunks) chunks = min_chunks;
+        if (only_chunks > 0 && chunks < only_chunks) chunks = only_chunks;
+        for (; chunks <= max_blocks; chunks++) {
+            const uint64_t per_chunk = ceil_div((uint64_t)d->cols, (uint64_t)chunks);
+            const int64_t chunk_cols =
+                (int64_t)(ceil_div(per_chunk, (uint64_t)granule) * (uint64_t)granule);
+            const int64_t n = (int64_t)ceil_div((uint64_t)d->cols, (uint64_t)chunk_cols);
+            const int64_t held = chunk_cols < capacity ? chunk_cols : capacity;
+            int64_t rows_per_grid, rounds;
+            double cost;
+            if (only_chunks > 0 && chunks > only_chunks) break;
+            if (n != chunks) continue; /* rounding merged chunks: the same as a smaller count */
+            if (2 * (chunk_cols - held) > held) continue;
+            if (n > 1 && !ctx->cooperative) break;
+            if (d->rows * n >= ((int64_t)1 << 31)) break; /* the kernel counts items in int */
+            rows_per_grid = max_blocks / n < d->rows ? max_blocks / n : d->rows;
+            rounds = (int64_t)ceil_div((uint64_t)d->rows, (uint64_t)rows_per_grid);
+            cost = (double)rounds * ((double)((2 * chunk_cols - held) * bytes) + round_cost);
+            if (best.chunks == 0 || cost < best_cost) {
+                best.buffers = buffers, best.chunk_cols = chunk_cols, best.held_cols = held;
+                best.chunks = n;
+                best.rows_per_grid = rows_per_grid, best_cost = cost;
+            }
+        }
+    }
+    return best;
+}
+
+/* AUTO before the staged kernel. Registers whenever the row fits, except a few long rows that
+ * would leave most SMs idle; then reading once (resident) beats reading twice (chunked: the
+ * second read may hit L2; split: fills the GPU when rows are too few for one block each). */
+static plan_kind choose_legacy(const fc_cuda_context *ctx, const fc_softmax_desc *d) {
     int resident = plan_resident(ctx, d).rows_per_grid > 0;
     if (d->cols <= FC_ROWS_MAX_COLS) {
         if (d->cols <= 4096 || d->rows >= ctx->sm_count / 2 || !resident) return PLAN_ROWS;
@@ -86,6 +183,21 @@ static plan_kind choose(const fc_cuda_context *ctx, const fc_softmax_desc *d) {
     }
     if (resident) return PLAN_RESIDENT;
     return d->rows >= 2 * (int64_t)ctx->sm_count ? PLAN_CHUNKED : PLAN_SPLIT;
+}
+
+/* AUTO. Registers for f32 rows up to 32768 columns and 16-bit rows up to 16384 (one read, and
+ * measured at 95-99% of copy bandwidth) unless the rows are too few to fill the GPU; the staged
+ * kernel for the rest where it fits (16-bit register rows of 32768 hold only 64 KiB per SM, too
+ * little in flight; longer rows were read in serial parts or twice); else the older plans. */
+static plan_kind choose(const fc_cuda_context *ctx, const fc_softmax_desc *d, int x_vec_ok,
+                        staged_plan *staged) {
+    const int few_long = d->cols > 4096 && d->rows < ctx->sm_count / 2;
+    const int64_t register_cols =
+        d->x_dtype == FLASHCL_F32 ? FC_ROWS_MAX_COLS : FC_ROWS_MAX_COLS / 2;
+    if (d->cols <= register_cols && !few_long) return PLAN_ROWS;
+    *staged = plan_staged(ctx, d, x_vec_ok, 1);
+    if (staged->chunks > 0) return PLAN_STAGED;
+    return choose_legacy(ctx, d);
 }
 
 /* Launches f over `blocks` blocks (a 2-D grid past gridDim.x's limit) on the context's stream. */
@@ -104,11 +216,9 @@ static flashcl_status launch(fc_cuda_context *ctx, CUfunction f, uint64_t blocks
     return FLASHCL_SUCCESS;
 }
 
-static uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
-
 static flashcl_status run_rows(fc_cuda_context *ctx, const fc_softmax_desc *d,
-                               fc_softmax_args *a) {
-    int c = first_row_config(d->cols);
+                               fc_softmax_args *a, int legacy) {
+    int c = row_config(d->cols, d->x_dtype, legacy);
     uint64_t groups_per_block = (uint64_t)(row_configs[c].block / row_configs[c].group);
     return launch(ctx, ctx->kernels.softmax_rows[c][d->x_dtype],
                   ceil_div((uint64_t)d->rows, groups_per_block), (unsigned)row_configs[c].block, a,
@@ -183,17 +293,81 @@ static flashcl_status run_resident(fc_cuda_context *ctx, const fc_softmax_desc *
     return FLASHCL_SUCCESS;
 }
 
+/* The staged kernel with plan p: a cooperative grid of rows_per_grid * chunks blocks when the
+ * chunks of a row wait for one another (counters zeroed on the stream first), a plain grid of
+ * rows_per_grid blocks when each row is one chunk. Returns UNSUPPORTED when the driver refuses
+ * the cooperative grid as too large, for the caller to fall back. */
+static flashcl_status run_staged(fc_cuda_context *ctx, const fc_softmax_desc *d,
+                                 fc_softmax_args *a, const staged_plan *p) {
+    const uint64_t blocks = (uint64_t)(p->rows_per_grid * p->chunks);
+    const unsigned smem =
+        (unsigned)((uint64_t)p->buffers * (uint64_t)p->held_cols * dtype_bytes(d->x_dtype));
+    void *params[1];
+    CUresult r;
+    a->chunk_cols = p->chunk_cols;
+    a->held_cols = (int32_t)p->held_cols;
+    a->chunks = (int32_t)p->chunks;
+    a->buffers = p->buffers;
+    params[0] = a;
+    if (p->chunks > 1) {
+        const uint64_t partial_bytes = (uint64_t)d->rows * (uint64_t)p->chunks * 8;
+        CUdeviceptr scratch;
+        flashcl_status st = fc_cuda_scratch(ctx, partial_bytes + (uint64_t)d->rows * 4, &scratch);
+        if (st != FLASHCL_SUCCESS) return st;
+        a->partials = scratch;
+        a->counters = scratch + partial_bytes;
+        r = fc_cu()->MemsetD32Async(a->counters, 0, (size_t)d->rows, ctx->stream);
+        if (r != CUDA_SUCCESS) return fc_cu_fail(r, "cuMemsetD32Async");
+        r = fc_cu()->LaunchCooperativeKernel(ctx->kernels.softmax_staged[d->x_dtype],
+                                             (unsigned)blocks, 1, 1, FC_SOFTMAX_STAGED_THREADS, 1,
+                                             1, smem, ctx->stream, params);
+        if (r == CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE) return FLASHCL_UNSUPPORTED;
+    } else {
+        r = fc_cu()->LaunchKernel(ctx->kernels.softmax_staged[d->x_dtype], (unsigned)blocks, 1, 1,
+                                  FC_SOFTMAX_STAGED_THREADS, 1, 1, smem, ctx->stream, params,
+                                  NULL);
+    }
+    if (r != CUDA_SUCCESS)
+        return fc_fail(r == CUDA_ERROR_OUT_OF_MEMORY ? FLASHCL_OUT_OF_MEMORY : FLASHCL_BACKEND_ERROR,
+                       "%s(staged softmax kernel, %llu blocks of %d, %u bytes of shared memory) "
+                       "failed: %s (%d)",
+                       p->chunks > 1 ? "cuLaunchCooperativeKernel" : "cuLaunchKernel",
+                       (unsigned long long)blocks, FC_SOFTMAX_STAGED_THREADS, smem,
+                       fc_cu_error_name(r), (int)r);
+    return FLASHCL_SUCCESS;
+}
+
+/* FLASHCL_CUDA_SOFTMAX_TRACE=1: one line per call on stderr with the plan taken (before any
+ * fallback), to check on a GPU which plan a shape gets. */
+static void trace_plan(const fc_softmax_desc *d, plan_kind plan, int legacy,
+                       const staged_plan *staged) {
+    static const char *const names[] = {"rows", "resident", "chunked", "split", "staged"};
+    fprintf(stderr, "flashcl cuda softmax %lldx%lld dtype %d%s: %s", (long long)d->rows,
+            (long long)d->cols, (int)d->x_dtype, legacy ? " (legacy plans)" : "", names[plan]);
+    if (plan == PLAN_ROWS)
+        fprintf(stderr, " config %d", row_config(d->cols, d->x_dtype, legacy));
+    if (plan == PLAN_STAGED)
+        fprintf(stderr, " chunks %lld of %lld columns (%lld in a buffer), %d buffers, %lld rows "
+                "per round",
+                (long long)staged->chunks, (long long)staged->chunk_cols,
+                (long long)staged->held_cols, staged->buffers, (long long)staged->rows_per_grid);
+    fputc('\n', stderr);
+}
+
 flashcl_status fc_cuda_softmax(void *opaque, const fc_softmax_desc *d) {
     fc_cuda_context *ctx = opaque;
     const fc_cuda_buffer *x = d->x_mem, *y = d->y_mem;
     const size_t x_bytes = dtype_bytes(d->x_dtype), y_bytes = dtype_bytes(d->y_dtype);
     const size_t vec = 16 / x_bytes; /* elements per 16-byte load of x */
     const size_t y_align = vec * y_bytes < 16 ? vec * y_bytes : 16;
+    const int legacy = env_on("FLASHCL_CUDA_SOFTMAX_LEGACY");
     fc_softmax_args a;
+    staged_plan staged;
     plan_kind plan;
     flashcl_status st;
 
     memset(&a, 0, sizeof a);
+    memset(&staged, 0, sizeof staged);
     a.x = x->pointer + d->x_offset;
     a.y = y->pointer + d->y_offset;
     a.rows = d->rows;
@@ -216,19 +390,29 @@ flashcl_status fc_cuda_softmax(void *opaque, const fc_softmax_desc *d) {
         plan = PLAN_ROWS;
         break;
     case FLASHCL_SOFTMAX_ONLINE_CHUNKED: plan = PLAN_CHUNKED; break;
-    case FLASHCL_SOFTMAX_SPLIT_ROW: plan = PLAN_RESIDENT; break;
-    default: plan = choose(ctx, d); break;
+    case FLASHCL_SOFTMAX_SPLIT_ROW:
+        if (!legacy) staged = plan_staged(ctx, d, a.x_vec_ok, 2);
+        plan = staged.chunks > 0 ? PLAN_STAGED : PLAN_RESIDENT;
+        break;
+    default: plan = legacy ? choose_legacy(ctx, d) : choose(ctx, d, a.x_vec_ok, &staged); break;
     }
 
+    if (env_on("FLASHCL_CUDA_SOFTMAX_TRACE"))
+        trace_plan(d, plan, legacy, &staged);
     st = fc_cuda_enter(ctx);
     if (st != FLASHCL_SUCCESS) return st;
     mtx_lock(&ctx->lock); /* the stream, the scratch, and launches that share it */
     switch (plan) {
-    case PLAN_ROWS: st = run_rows(ctx, d, &a); break;
+    case PLAN_ROWS: st = run_rows(ctx, d, &a, legacy); break;
     case PLAN_CHUNKED: st = run_chunked(ctx, d, &a); break;
     case PLAN_SPLIT: st = run_split(ctx, d, &a); break;
+    case PLAN_STAGED:
     case PLAN_RESIDENT:
-        st = run_resident(ctx, d, &a);
+        st = plan == PLAN_STAGED ? run_staged(ctx, d, &a, &staged) : FLASHCL_UNSUPPORTED;
+        if (st == FLASHCL_UNSUPPORTED) {
+            fc_clear_error();
+            st = run_resident(ctx, d, &a);
+        }
         if (st == FLASHCL_UNSUPPORTED) {
             fc_clear_error();
             st = run_split(ctx, d, &a);

@@ -205,6 +205,22 @@ static void test_softmax_on_wrapped_memory(void **state) {
         {FLASHCL_F32, FLASHCL_BF16, 4, 70001, 0, 0, 1.0f, 1, 0, 1, FLASHCL_SOFTMAX_SPLIT_ROW},
         {FLASHCL_F16, FLASHCL_F32, 2, 3000000, 0, 0, 1.0f, 0, 0, 0, FLASHCL_SOFTMAX_SPLIT_ROW},
         {FLASHCL_F32, FLASHCL_F32, 300, 50, 0, 0, -1.0f, 0, 1, 1, FLASHCL_SOFTMAX_SPLIT_ROW},
+        /* the staged kernel: a row per chunk over several rounds (next item in flight), with a
+         * partial last vector; many chunks per row, in place; several rounds of chunks */
+        {FLASHCL_F16, FLASHCL_F16, 396, 30003, 5, 0, 1.0f, 0, 0, 1, FLASHCL_SOFTMAX_AUTO},
+        {FLASHCL_F16, FLASHCL_F32, 290, 24000, 0, 0, 0.5f, 1, 0, 0, FLASHCL_SOFTMAX_AUTO},
+        {FLASHCL_BF16, FLASHCL_BF16, 3, 50003, 5, 0, 1.0f, 1, 0, 1, FLASHCL_SOFTMAX_AUTO},
+        {FLASHCL_F32, FLASHCL_F32, 6, 300001, 3, 0, 0.5f, 0, 1, 1, FLASHCL_SOFTMAX_AUTO},
+        {FLASHCL_BF16, FLASHCL_F16, 200, 40000, 0, 0, 1.0f, 0, 0, 1, FLASHCL_SOFTMAX_SPLIT_ROW},
+        {FLASHCL_F32, FLASHCL_BF16, 150, 70000, 0, 0, 1.0f, 1, 0, 1, FLASHCL_SOFTMAX_AUTO},
+        /* chunks longer than the staged kernel's buffers (the rest read twice): two buffers,
+         * one buffer */
+        {FLASHCL_F32, FLASHCL_F32, 2, 4000001, 3, 0, 1.0f, 0, 0, 1, FLASHCL_SOFTMAX_AUTO},
+        {FLASHCL_F16, FLASHCL_BF16, 2, 9000000, 0, 0, 1.0f, 1, 0, 0, FLASHCL_SOFTMAX_AUTO},
+        {FLASHCL_F32, FLASHCL_F32, 2, 8388608, 0, 0, 1.0f, 0, 1, 1, FLASHCL_SOFTMAX_AUTO},
+        /* 16-bit register rows with 32 items per thread (b128x32, b256x32) */
+        {FLASHCL_BF16, FLASHCL_BF16, 70, 4000, 0, 0, 1.0f, 0, 0, 1, FLASHCL_SOFTMAX_AUTO},
+        {FLASHCL_F16, FLASHCL_F16, 70, 8192, 0, 0, 1.0f, 1, 0, 1, FLASHCL_SOFTMAX_ROW_IN_REGISTERS},
     };
     (void)state;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(&cases[i]);
