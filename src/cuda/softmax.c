@@ -13,8 +13,8 @@
  *                     in shared memory, copied in by cp.async with the next chunk already in
  *                     flight; the chunks of a row exchange (max, sum) like the resident split.
  *                     One read (but for up to a third of a chunk past its buffer, read twice,
- *                     the second time from L2), HBM kept busy: rows past 32768 columns (16384
- *                     for 16-bit, whose register rows hold half the bytes), and few long rows.
+ *                     the second time from L2): 16-bit rows past 32768 columns in at most 32
+ *                     chunks, where it measured faster than the resident split (see choose()).
  * Forced SPLIT_ROW takes the staged kernel with two chunks or more where it fits, else the
  * resident split, else the two-kernel split.
  *
@@ -185,18 +185,18 @@ static plan_kind choose_legacy(const fc_cuda_context *ctx, const fc_softmax_desc
     return d->rows >= 2 * (int64_t)ctx->sm_count ? PLAN_CHUNKED : PLAN_SPLIT;
 }
 
-/* AUTO. Registers for f32 rows up to 32768 columns and 16-bit rows up to 16384 (one read, and
- * measured at 95-99% of copy bandwidth) unless the rows are too few to fill the GPU; the staged
- * kernel for the rest where it fits (16-bit register rows of 32768 hold only 64 KiB per SM, too
- * little in flight; longer rows were read in serial parts or twice); else the older plans. */
+/* AUTO, as measured on an H100 (2026-11-22, bench/results/): the legacy choice, except that
+ * 16-bit rows longer than the register kernels hold take the staged kernel when a row needs at
+ * most 32 chunks (1024x131072: 57% of copy bandwidth against 50%, 64x1048576: 56% against 44%).
+ * With more chunks per row (8x8388608) and for f32 (1024x131072: 64% against 79%), and for
+ * 16-bit rows of 32768 (54% against 78%), the staged kernel measured slower. */
 static plan_kind choose(const fc_cuda_context *ctx, const fc_softmax_desc *d, int x_vec_ok,
                         staged_plan *staged) {
-    const int few_long = d->cols > 4096 && d->rows < ctx->sm_count / 2;
-    const int64_t register_cols =
-        d->x_dtype == FLASHCL_F32 ? FC_ROWS_MAX_COLS : FC_ROWS_MAX_COLS / 2;
-    if (d->cols <= register_cols && !few_long) return PLAN_ROWS;
-    *staged = plan_staged(ctx, d, x_vec_ok, 1);
-    if (staged->chunks > 0) return PLAN_STAGED;
+    if (d->x_dtype != FLASHCL_F32 && d->cols > FC_ROWS_MAX_COLS) {
+        *staged = plan_staged(ctx, d, x_vec_ok, 1);
+        if (staged->chunks > 0 && staged->chunks <= 32) return PLAN_STAGED;
+        memset(staged, 0, sizeof *staged);
+    }
     return choose_legacy(ctx, d);
 }
 
