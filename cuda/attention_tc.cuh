@@ -139,6 +139,41 @@ __device__ void attention_tc(const fc_attention_args &a) {
         }
     }
 
+    if (a.splits > 1) { /* f32 partials for the split-KV merge: pairs straight from registers */
 #pragma unroll
-    for (int mt = 0; mt < MT; mt++) store_tile<DT>(a, w0 + mt * 16, b, kv_head, o[mt], m[mt], l[mt], g, t);
+        for (int mt = 0; mt < MT; mt++) store_tile<DT>(a, w0 + mt * 16, b, kv_head, o[mt], m[mt], l[mt], g, t);
+        return;
+    }
+    /* o through shared memory (Q's tile, free now), so that it leaves in 16-byte row chunks
+     * rather than in 4-byte pairs that half-fill every memory sector. */
+    __syncthreads(); /* every warp is done with Q's tile */
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            l[mt][h] += __shfl_xor_sync(0xffffffffu, l[mt][h], 1);
+            l[mt][h] += __shfl_xor_sync(0xffffffffu, l[mt][h], 2);
+            const float inv = l[mt][h] > 0.0f ? 1.0f / l[mt][h] : 0.0f; /* no visible key: o = 0 */
+            const int r = warp * 16 * MT + mt * 16 + g + 8 * h;
+#pragma unroll
+            for (int j = 0; j < DT8; j++)
+                *reinterpret_cast<unsigned *>(q_tile + r * STRIDE + j * 8 + 2 * t) =
+                    pack_pair<DT>(o[mt][j][2 * h] * inv, o[mt][j][2 * h + 1] * inv);
+            const int64_t row = r0 + r;
+            if (t == 0 && row < a.seqlen_q * a.group) {
+                int64_t qi, qh;
+                unpack_row(a, row, kv_head, qi, qh);
+                store_lse(a, b, qi, qh, m[mt][h], l[mt][h]);
+            }
+        }
+    __syncthreads();
+    constexpr int CHUNKS = DP / 8;
+    for (int idx = threadIdx.x; idx < ROWS * CHUNKS; idx += THREADS) {
+        const int r = idx / CHUNKS, c = idx % CHUNKS;
+        int64_t qi, qh;
+        if (r0 + r >= a.seqlen_q * a.group || c * 8 >= a.head_dim) continue;
+        unpack_row(a, r0 + r, kv_head, qi, qh);
+        char *dst = reinterpret_cast<char *>(a.o) + (b * a.o_strides[0] + qi * a.o_strides[1] + qh * a.o_strides[2] + c * 8) * 2;
+        *reinterpret_cast<uint4 *>(dst) = *reinterpret_cast<const uint4 *>(q_tile + r * STRIDE + c * 8);
+    }
 }
