@@ -168,6 +168,7 @@ __device__ void attention_tc(const fc_attention_args &a) {
         }
     __syncthreads();
     constexpr int CHUNKS = DP / 8;
+#pragma unroll 1
     for (int idx = threadIdx.x; idx < ROWS * CHUNKS; idx += THREADS) {
         const int r = idx / CHUNKS, c = idx % CHUNKS;
         int64_t qi, qh;

@@ -267,10 +267,19 @@ __device__ void softmax_staged(const fc_softmax_args &a) {
     }
 }
 
-/* One block per SM: 1024 threads at the 64-register cap, the shared memory all the SM's. */
+/* One block per SM: 1024 threads at the 64-register cap, the shared memory all the SM's. The
+ * cubins for sm_86/sm_89 (and the 8.x devices that load them) get an empty body: there ptxas
+ * spills the 16-bit kernel past 64 registers, and with 99 KB of shared memory it would rarely
+ * be chosen; the host never launches it there (src/cuda/kernels.c, size_staged_kernel). */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ > 800 && __CUDA_ARCH__ < 900
+#define FC_STAGED_BODY(DT)
+#else
+#define FC_STAGED_BODY(DT) softmax_staged<DT, FC_SOFTMAX_STAGED_THREADS>(a);
+#endif
 #define FC_STAGED_KERNEL(dt_name, DT, unused)                                                  \
     extern "C" __global__ void __launch_bounds__(FC_SOFTMAX_STAGED_THREADS, 1)                  \
         fc_softmax_staged_##dt_name(fc_softmax_args a) {                                        \
-        softmax_staged<DT, FC_SOFTMAX_STAGED_THREADS>(a);                                       \
+        (void)a;                                                                                \
+        FC_STAGED_BODY(DT)                                                                      \
     }
 FC_SOFTMAX_FOR_DTYPES(FC_STAGED_KERNEL, 0)

@@ -67,13 +67,21 @@ static flashcl_status size_resident_kernel(fc_cuda_context *ctx, int dt) {
 
 /* The staged kernel takes all the shared memory a block may have, less room for its own
  * __shared__ variables, and runs one block per SM; a device where it cannot leaves it unused
- * (the other plans cover every shape). */
+ * (the other plans cover every shape). So do the 8.x devices after 8.0, whose cubins hold an
+ * empty kernel (cuda/softmax_staged.cuh). */
 static flashcl_status size_staged_kernel(fc_cuda_context *ctx, int dt) {
     fc_cuda_kernels *k = &ctx->kernels;
     const size_t static_reserve = 1024;
     size_t smem = 0;
+    int major = 0, minor = 0;
     CUresult r;
     k->softmax_staged_blocks_per_sm[dt] = 0;
+    if (fc_cu()->DeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                                    ctx->device) != CUDA_SUCCESS ||
+        fc_cu()->DeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                                    ctx->device) != CUDA_SUCCESS ||
+        (major == 8 && minor > 0))
+        return FLASHCL_SUCCESS;
     if (ctx->info.local_mem_bytes > static_reserve)
         smem = (ctx->info.local_mem_bytes - static_reserve) / 1024 * 1024;
     if (smem == 0) return FLASHCL_SUCCESS;
