@@ -181,10 +181,12 @@ FC_INLINE float2 fc_stream_md(const int dt, const __global void *row, uint begin
     return (float2)(m, d);
 }
 
-/* Pass 2: re-reads [begin, end) and writes it normalised by the row's (m, d). */
-FC_INLINE void fc_stream_normalize(const int xdt, const int ydt, const __global void *xrow,
-                                   __global void *yrow, uint begin, uint end, float scale,
-                                   float2 md, int log_mode, int vec, uint lid, uint width)
+/* Pass 2: re-reads [begin, end) and writes it normalised by the row's (m, d); `streaming`
+ * (a literal) asks for evict-first stores where the device has them (FC_STREAM_STORES). */
+FC_INLINE void fc_stream_normalize_as(const int xdt, const int ydt, const __global void *xrow,
+                                      __global void *yrow, uint begin, uint end, float scale,
+                                      float2 md, int log_mode, int vec, uint lid, uint width,
+                                      const int streaming)
 {
     const uint n = FC_CHUNK(xdt);
     const float inv_d = 1.0f / md.y, log_d = log(md.y);
@@ -199,9 +201,17 @@ FC_INLINE void fc_stream_normalize(const int xdt, const int ydt, const __global 
             const float4 q1 = n == 8 ? fc_normalize4(fc_chunk_quad(xdt, raw[u], 1) * scale, md.x,
                                                      inv_d, log_d, log_mode)
                                      : q0;
-            fc_chunk_store(xdt, ydt, yrow, j, end, q0, q1, vec);
+            fc_chunk_store_as(xdt, ydt, yrow, j, end, q0, q1, vec, streaming);
         }
     }
+}
+
+FC_INLINE void fc_stream_normalize(const int xdt, const int ydt, const __global void *xrow,
+                                   __global void *yrow, uint begin, uint end, float scale,
+                                   float2 md, int log_mode, int vec, uint lid, uint width)
+{
+    fc_stream_normalize_as(xdt, ydt, xrow, yrow, begin, end, scale, md, log_mode, vec, lid, width,
+                           0);
 }
 
 /* ---- registers: the shared core of rows_in_registers and the cooperative split row ---------

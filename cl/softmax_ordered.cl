@@ -114,8 +114,9 @@ FC_INLINE void fc_split_row_ordered(const int xdt, const int ydt, const __global
         barrier(CLK_LOCAL_MEM_FENCE);
         md = fc_md_unpack(*row_md);
     }
-    fc_stream_normalize(xdt, ydt, xrow, fc_row_w(ydt, y, y_off + row * y_stride), begin, end,
-                        scale, md, log_mode, vec, lid, width);
+    /* Evict-first stores (NVIDIA): the output must not push out the input still to re-read. */
+    fc_stream_normalize_as(xdt, ydt, xrow, fc_row_w(ydt, y, y_off + row * y_stride), begin, end,
+                           scale, md, log_mode, vec, lid, width, 1);
 }
 
 #define FC_ORDERED_PAIR(XN, XT, XD, YN, YT, YD)                                                \

@@ -17,6 +17,7 @@ typedef struct fc_softmax_tuning {
     unsigned rir_chunks, stream_unroll, coop_chunks, half_impl;
     int fast_exp;           /* FC_FAST_EXP: PTX ex2-based exp (NVIDIA) */
     int nv_sleep;           /* FC_NV_SLEEP: nanosleep while waiting (NVIDIA sm_70+) */
+    int stream_stores;      /* FC_STREAM_STORES: evict-first stores in the ordered split */
     size_t rir_group_wg;    /* work-group size when teams are smaller than one */
     size_t resident_items;  /* work-items one compute unit runs at once (an estimate) */
     size_t chunked_wg, split_wg, coop_wg;
@@ -96,6 +97,8 @@ static void fc_softmax_tune(const fc_cl_device *dev, fc_softmax_tuning *t)
     t->fast_exp = 0;
     t->nv_sleep = 0;
     if (t->sg == FC_SG_NV_PTX) t->nv_sleep = dev->nv_compute_major >= 7;
+    /* st.global.cs through inline PTX, as the CUDA kernels' second pass stores (cuda/softmax.cuh). */
+    t->stream_stores = t->sg == FC_SG_NV_PTX;
     /* cl_khr_subgroups functions are declared for OpenCL C 2.0+ only. */
     if (t->sg == FC_SG_KHR) {
         int major = dev->opencl_c_major;
@@ -112,9 +115,9 @@ void fc_cl_softmax_options(const fc_cl_device *dev, char *out, size_t out_size)
     snprintf(out, out_size,
              "%s -D%s -DFC_SG_SIZE=%d -DFC_MAX_WG=%zu -DFC_RIR_CHUNKS=%u "
              "-DFC_STREAM_UNROLL=%u -DFC_COOP=%d -DFC_COOP_CHUNKS=%u -DFC_HALF_IMPL=%u "
-             "-DFC_FAST_EXP=%d -DFC_NV_SLEEP=%d -DFC_ORDERED=%d",
+             "-DFC_FAST_EXP=%d -DFC_NV_SLEEP=%d -DFC_ORDERED=%d -DFC_STREAM_STORES=%d",
              t.cl_std, sg_define[t.sg], t.sg_size, t.max_wg, t.rir_chunks, t.stream_unroll, t.coop,
-             t.coop_chunks, t.half_impl, t.fast_exp, t.nv_sleep, t.ordered);
+             t.coop_chunks, t.half_impl, t.fast_exp, t.nv_sleep, t.ordered, t.stream_stores);
 }
 
 /* ---- kernels ----------------------------------------------------------------------------------- */
