@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Checks the softmax kernels (cl/portability.h, cl/dtype.h, cl/softmax.cl) without a GPU:
+# Checks the softmax kernels (cl/portability.h, cl/dtype.h, cl/softmax.cl, cl/softmax_ordered.cl)
+# without a GPU:
 #  1. compiles them with clang for AMD gfx90a, SPIR (spir64) and, when clang can, NVIDIA
 #     (nvptx64-nvidia-nvcl), with every option set src/opencl/softmax.c can produce for such a
-#     device, both as the library builds them (the three files concatenated, -DFLASHCL_EMBEDDED)
-#     and as a stand-alone file (-I cl);
+#     device, both as the library builds them (the four files concatenated, -DFLASHCL_EMBEDDED)
+#     and as a stand-alone file (cl/softmax_ordered.cl, which includes the others, -I cl);
 #  2. runs the program given as $1 (one small case of every variant, e.g.
 #     build/tests/test_softmax_oclgrind) under Oclgrind, with only Oclgrind's ICD visible:
 #     once with --data-races --check-api on the optimised kernels, once with --uninitialized on
@@ -29,7 +30,7 @@ fi
 resource_include="$("$CLANG" -print-resource-dir)/include"
 echo "== compiling the softmax kernels with $CLANG ($("$CLANG" --version | head -n1))"
 
-cat cl/portability.h cl/dtype.h cl/softmax.cl > "$work/embedded.cl"
+cat cl/portability.h cl/dtype.h cl/softmax.cl cl/softmax_ordered.cl > "$work/embedded.cl"
 
 # job NAME MODE "clang target flags" "option set": compiles in the background; results are
 # collected below. MODE embedded: the three files concatenated with -DFLASHCL_EMBEDDED, as the
@@ -38,7 +39,7 @@ jobs_list=()
 job() {
     local name=$1 mode=$2 target=$3 opts=$4 id=${#jobs_list[@]}
     local src="$work/embedded.cl" extra="-DFLASHCL_EMBEDDED"
-    if [ "$mode" = standalone ]; then src=cl/softmax.cl; extra="-I cl"; fi
+    if [ "$mode" = standalone ]; then src=cl/softmax_ordered.cl; extra="-I cl"; fi
     jobs_list+=("$name|$mode|$opts")
     # shellcheck disable=SC2086
     ( "$CLANG" -x cl -cl-std=CL1.2 $target $extra $opts -Werror=implicit-function-declaration \
@@ -49,31 +50,32 @@ job() {
 
 # The option sets softmax.c writes (fc_cl_softmax_options): one FC_SG_* mechanism, the
 # work-group bound, FC_RIR_CHUNKS=4, FC_STREAM_UNROLL=4, FC_COOP=1 on NVIDIA/AMD GPUs with 64-bit
-# atomics, FC_HALF_IMPL=2 with NVIDIA PTX and 1 elsewhere, -cl-std=CL2.0/CL3.0 with
-# cl_khr_subgroups. AMDGPU jobs run the whole backend (-c); the others stop at LLVM IR.
+# atomics, FC_ORDERED=1 with them and on PoCL, FC_HALF_IMPL=2 and FC_STREAM_STORES=1 with
+# NVIDIA PTX (FC_HALF_IMPL=1 elsewhere), -cl-std=CL2.0/CL3.0 with cl_khr_subgroups. AMDGPU
+# jobs run the whole backend (-c); the others stop at LLVM IR.
 common="-DFC_SG_SIZE=32 -DFC_RIR_CHUNKS=4 -DFC_STREAM_UNROLL=4 -DFC_COOP_CHUNKS=4 -DFC_HALF_IMPL=1"
 AMD="-target amdgcn-amd-amdhsa -mcpu=gfx90a -nogpulib -c"
 AMD_IR="-target amdgcn-amd-amdhsa -mcpu=gfx90a -nogpulib -S -emit-llvm"
 SPIR="-target spir64 -S -emit-llvm"
 INTEL="$SPIR -Xclang -cl-ext=+cl_intel_subgroups -cl-no-stdinc -Xclang -include -Xclang $resource_include/opencl-c.h"
-job amdgcn embedded "$AMD" "-cl-std=CL2.0 -DFC_SG_KHR $common -DFC_MAX_WG=1024 -DFC_COOP=1"
-job amdgcn standalone "$AMD" "-cl-std=CL2.0 -DFC_SG_KHR $common -DFC_MAX_WG=1024 -DFC_COOP=1"
-job amdgcn embedded "$AMD" "-DFC_SG_NONE $common -DFC_MAX_WG=256 -DFC_COOP=1"
+job amdgcn embedded "$AMD" "-cl-std=CL2.0 -DFC_SG_KHR $common -DFC_MAX_WG=1024 -DFC_COOP=1 -DFC_ORDERED=1"
+job amdgcn standalone "$AMD" "-cl-std=CL2.0 -DFC_SG_KHR $common -DFC_MAX_WG=1024 -DFC_COOP=1 -DFC_ORDERED=1"
+job amdgcn embedded "$AMD" "-DFC_SG_NONE $common -DFC_MAX_WG=256 -DFC_COOP=1 -DFC_ORDERED=1"
 job amdgcn embedded "$AMD" "-DFC_SG_NONE $common -DFC_MAX_WG=256 -DFC_COOP=0"
-job amdgcn embedded "$AMD_IR" "-cl-std=CL3.0 -DFC_SG_KHR $common -DFC_MAX_WG=256 -DFC_COOP=1"
+job amdgcn embedded "$AMD_IR" "-cl-std=CL3.0 -DFC_SG_KHR $common -DFC_MAX_WG=256 -DFC_COOP=1 -DFC_ORDERED=1"
 job amdgcn embedded "$AMD_IR" "-DFC_SG_KHR $common -DFC_MAX_WG=1024 -DFC_COOP=0" # C 1.2: fallback
 job amdgcn embedded "$AMD_IR" "-DFC_SG_INTEL $common -DFC_MAX_WG=1024 -DFC_COOP=0" # no ext: fallback
 job spir64 embedded "$SPIR" "-DFC_SG_NONE $common -DFC_MAX_WG=256 -DFC_COOP=0"
-job spir64 standalone "$SPIR" "-DFC_SG_NONE $common -DFC_MAX_WG=256 -DFC_COOP=0"
-job spir64 embedded "$SPIR" "-cl-std=CL2.0 -DFC_SG_KHR $common -DFC_MAX_WG=1024 -DFC_COOP=1"
+job spir64 standalone "$SPIR" "-DFC_SG_NONE $common -DFC_MAX_WG=256 -DFC_COOP=0 -DFC_ORDERED=1" # PoCL
+job spir64 embedded "$SPIR" "-cl-std=CL2.0 -DFC_SG_KHR $common -DFC_MAX_WG=1024 -DFC_COOP=1 -DFC_ORDERED=1"
 job spir64 embedded "$INTEL" "-DFC_SG_INTEL $common -DFC_MAX_WG=1024 -DFC_COOP=0"
 # NVIDIA: inline PTX (shfl.sync, cvt). NVIDIA's driver has 64-bit atomics; clang must be told.
 nv_out=""
 if "$CLANG" -x cl -cl-std=CL1.2 -target nvptx64-nvidia-nvcl -S -o /dev/null - </dev/null >/dev/null 2>&1; then
     NV="-target nvptx64-nvidia-nvcl -S -Xclang -cl-ext=+cl_khr_int64_base_atomics"
-    nv_common="-DFC_SG_NV_PTX -DFC_SG_SIZE=32 -DFC_RIR_CHUNKS=4 -DFC_STREAM_UNROLL=4 -DFC_COOP_CHUNKS=4 -DFC_HALF_IMPL=2 -DFC_MAX_WG=1024"
+    nv_common="-DFC_SG_NV_PTX -DFC_SG_SIZE=32 -DFC_RIR_CHUNKS=4 -DFC_STREAM_UNROLL=4 -DFC_COOP_CHUNKS=4 -DFC_HALF_IMPL=2 -DFC_MAX_WG=1024 -DFC_STREAM_STORES=1"
     nv_out="$work/out.${#jobs_list[@]}"
-    job nvptx embedded "$NV" "$nv_common -DFC_COOP=1"
+    job nvptx embedded "$NV" "$nv_common -DFC_COOP=1 -DFC_ORDERED=1"
     job nvptx standalone "$NV" "$nv_common -DFC_COOP=0"
 else
     echo "  skip  nvptx: $CLANG has no nvptx64-nvidia-nvcl target"
@@ -91,6 +93,9 @@ for id in "${!jobs_list[@]}"; do
 done
 if [ -n "$nv_out" ] && ! grep -q "shfl.sync.bfly.b32" "$nv_out"; then
     echo "  FAIL  nvptx: no shfl.sync.bfly in the PTX"; failures=$((failures + 1))
+fi
+if [ -n "$nv_out" ] && ! grep -q "st.global.cs.v4.u32" "$nv_out"; then
+    echo "  FAIL  nvptx: no st.global.cs in the PTX (FC_STREAM_STORES)"; failures=$((failures + 1))
 fi
 
 # ---- 2. Oclgrind ---------------------------------------------------------------------------------

@@ -187,17 +187,39 @@ FC_INLINE uint4 fc_chunk_load(const int dt, const __global void *row, uint j, ui
     return r;
 }
 
+/* 1 (NVIDIA PTX only): the 16-byte stores of fc_chunk_store_as(..., streaming = 1) are
+ * st.global.cs (evict first), so that input a kernel is about to re-read keeps its place in
+ * the L2 cache. Off by default; fc_chunk_store never streams. */
+#ifndef FC_STREAM_STORES
+#define FC_STREAM_STORES 0
+#endif
+
+FC_INLINE void fc_store16(__global uint4 *p, uint4 v, const int streaming)
+{
+#if FC_STREAM_STORES && defined(FC_SG_NV_PTX)
+    if (streaming) {
+        FC_ASM volatile("st.global.cs.v4.u32 [%0], {%1, %2, %3, %4};"
+                        :
+                        : "l"((ulong)p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
+                        : "memory");
+        return;
+    }
+#endif
+    *p = v;
+}
+
 /* Stores n = FC_CHUNK(xdt) values (q0, and q1 when n is 8) as ydt at element j of a row; with
- * `vec` in 16-byte vector stores, else (or near `end`) element by element. */
-FC_INLINE void fc_chunk_store(const int xdt, const int ydt, __global void *row, uint j, uint end,
-                              float4 q0, float4 q1, int vec)
+ * `vec` in 16-byte vector stores (streaming ones with `streaming`, see FC_STREAM_STORES), else
+ * (or near `end`) element by element. */
+FC_INLINE void fc_chunk_store_as(const int xdt, const int ydt, __global void *row, uint j,
+                                 uint end, float4 q0, float4 q1, int vec, const int streaming)
 {
     const uint n = FC_CHUNK(xdt);
     if (vec && j + n <= end) {
         if (ydt == FC_F32) {
-            ((__global float4 *)row)[j / 4] = q0;
+            fc_store16((__global uint4 *)row + j / 4, as_uint4(q0), streaming);
             if (n == 8)
-                ((__global float4 *)row)[j / 4 + 1] = q1;
+                fc_store16((__global uint4 *)row + j / 4 + 1, as_uint4(q1), streaming);
         } else {
             const uint4 b0 = (uint4)(fc_to_bits(ydt, q0.x), fc_to_bits(ydt, q0.y),
                                      fc_to_bits(ydt, q0.z), fc_to_bits(ydt, q0.w));
@@ -205,8 +227,8 @@ FC_INLINE void fc_chunk_store(const int xdt, const int ydt, __global void *row, 
             if (n == 8) {
                 const uint4 b1 = (uint4)(fc_to_bits(ydt, q1.x), fc_to_bits(ydt, q1.y),
                                          fc_to_bits(ydt, q1.z), fc_to_bits(ydt, q1.w));
-                ((__global uint4 *)row)[j / 8] =
-                    (uint4)(w0, b1.x | (b1.y << 16), b1.z | (b1.w << 16));
+                fc_store16((__global uint4 *)row + j / 8,
+                           (uint4)(w0, b1.x | (b1.y << 16), b1.z | (b1.w << 16)), streaming);
             } else {
                 ((__global uint2 *)row)[j / 4] = w0;
             }
@@ -217,6 +239,12 @@ FC_INLINE void fc_chunk_store(const int xdt, const int ydt, __global void *row, 
     for (uint e = 0; e < n; ++e)
         if (j + e < end)
             fc_store(ydt, row, j + e, v[e]);
+}
+
+FC_INLINE void fc_chunk_store(const int xdt, const int ydt, __global void *row, uint j, uint end,
+                              float4 q0, float4 q1, int vec)
+{
+    fc_chunk_store_as(xdt, ydt, row, j, end, q0, q1, vec, 0);
 }
 
 #endif /* FC_DTYPE_H */

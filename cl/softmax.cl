@@ -8,9 +8,12 @@
  * nothing but -inf, comes out all NaN (this falls out of the arithmetic: fmax skips NaN but the
  * NaN reaches d through exp; +inf - +inf is NaN; an all -inf row has m = -inf and s - m = NaN).
  *
- * Variants (src/opencl/softmax.c picks one):
+ * Variants (src/opencl/softmax_plan.c picks one):
  *   softmax_rows_in_registers_X_Y — a team of `team` work-items holds a row in private
- *       memory: one read, one write. Several teams share a work-group when rows are short.
+ *       memory as raw 16-byte chunks: one read, one write. Several teams share a work-group
+ *       when rows are short.
+ *   softmax_rows_held8_X_Y, softmax_rows_held16_X_Y — the same with 8 or 16 elements per
+ *       work-item held as floats: one conversion and one exp per element.
  *   softmax_online_chunked_X_Y — a work-group per row of any length: pass 1 streams the row
  *       keeping an online (m, d) per item, pass 2 re-reads it (from the cache) and writes.
  *   softmax_split_row_partials_X + softmax_split_row_normalize_X_Y — few long rows: each
@@ -18,6 +21,9 @@
  *       partials in a fixed order and normalises its slice.
  *   softmax_split_row_cooperative_X_Y (FC_COOP, GPUs only) — split row in one kernel: each
  *       slice stays in registers while the row's work-groups exchange (m, d) through atomics.
+ *   softmax_split_row_ordered_X_Y (FC_ORDERED, cl/softmax_ordered.cl) — split row in one
+ *       kernel whose work-groups are ordered by tickets so that a slice's second read hits
+ *       the cache.
  * X, Y in f32, f16, bf16: every (input, output) pair is instantiated at the end of the file.
  *
  * Elements move in 16-byte chunks of n = 4 (f32) or 8 (f16, bf16) input elements: work-item
@@ -175,10 +181,12 @@ FC_INLINE float2 fc_stream_md(const int dt, const __global void *row, uint begin
     return (float2)(m, d);
 }
 
-/* Pass 2: re-reads [begin, end) and writes it normalised by the row's (m, d). */
-FC_INLINE void fc_stream_normalize(const int xdt, const int ydt, const __global void *xrow,
-                                   __global void *yrow, uint begin, uint end, float scale,
-                                   float2 md, int log_mode, int vec, uint lid, uint width)
+/* Pass 2: re-reads [begin, end) and writes it normalised by the row's (m, d); `streaming`
+ * (a literal) asks for evict-first stores where the device has them (FC_STREAM_STORES). */
+FC_INLINE void fc_stream_normalize_as(const int xdt, const int ydt, const __global void *xrow,
+                                      __global void *yrow, uint begin, uint end, float scale,
+                                      float2 md, int log_mode, int vec, uint lid, uint width,
+                                      const int streaming)
 {
     const uint n = FC_CHUNK(xdt);
     const float inv_d = 1.0f / md.y, log_d = log(md.y);
@@ -193,9 +201,17 @@ FC_INLINE void fc_stream_normalize(const int xdt, const int ydt, const __global 
             const float4 q1 = n == 8 ? fc_normalize4(fc_chunk_quad(xdt, raw[u], 1) * scale, md.x,
                                                      inv_d, log_d, log_mode)
                                      : q0;
-            fc_chunk_store(xdt, ydt, yrow, j, end, q0, q1, vec);
+            fc_chunk_store_as(xdt, ydt, yrow, j, end, q0, q1, vec, streaming);
         }
     }
+}
+
+FC_INLINE void fc_stream_normalize(const int xdt, const int ydt, const __global void *xrow,
+                                   __global void *yrow, uint begin, uint end, float scale,
+                                   float2 md, int log_mode, int vec, uint lid, uint width)
+{
+    fc_stream_normalize_as(xdt, ydt, xrow, yrow, begin, end, scale, md, log_mode, vec, lid, width,
+                           0);
 }
 
 /* ---- registers: the shared core of rows_in_registers and the cooperative split row ---------
@@ -293,6 +309,55 @@ FC_INLINE void fc_rows_in_registers(const int xdt, const int ydt, const __global
                  (float2)(m, d), log_mode, !log_mode, 0, end, lane, team, vec);
 }
 
+/* ---- rows held as floats (rows_held8 / rows_held16) ----------------------------------------
+ * As above, but each work-item holds `elems` (8 or 16, a literal) elements as scaled floats,
+ * converted once, with the exps kept in place: 16-bit data pays one conversion and one exp per
+ * element (the raw-bits kernel above pays three and two, which made it compute-bound on 16-bit
+ * data). 16 floats is the register footprint of the raw kernel on f32; 8 serves short rows with
+ * twice the work-items (more loads in flight for the same bytes). */
+FC_INLINE void fc_rows_held(const int xdt, const int ydt, const uint elems, const __global void *x,
+                            ulong x_off, ulong x_stride, __global void *y, ulong y_off,
+                            ulong y_stride, ulong rows, uint cols, float scale, int log_mode,
+                            uint team, int vec, __local float *scratch)
+{
+    const uint n = FC_CHUNK(xdt), chunks = elems / n, begin = 0;
+    const uint lid = get_local_id(0), lane = lid & (team - 1u);
+    const ulong row = (ulong)get_group_id(0) * (get_local_size(0) / team) + lid / team;
+    const uint end = row < rows ? cols : 0u;
+    uint4 raw[4];
+    float4 v[4]; /* quad q = elements 4 (q % (n / 4)) .. of chunk q / (n / 4) */
+
+    fc_reg_load(xdt, raw, chunks, fc_row(xdt, x, x_off + row * x_stride), 0, end, lane, team,
+                vec);
+    float m = -INFINITY;
+#pragma unroll
+    for (uint c = 0; c < chunks; ++c)
+        for (uint h = 0; h < n / 4; ++h) {
+            v[c * (n / 4) + h] =
+                fc_quad_s(xdt, raw[c], h, scale, FC_REG_J(c), end, FC_REG_COMPLETE(c));
+            m = fmax(m, fc_max4(v[c * (n / 4) + h]));
+        }
+    m = fc_team_max(m, team, scratch);
+    float d = 0.0f;
+#pragma unroll
+    for (uint q = 0; q < elems / 4; ++q) {
+        const float4 e = FC_EXP(v[q] - m);
+        d += fc_sum4(e);
+        if (!log_mode)
+            v[q] = e;
+    }
+    d = fc_team_sum(d, team, scratch);
+    const float inv_d = 1.0f / d, log_d = log(d);
+    __global void *yrow = fc_row_w(ydt, y, y_off + row * y_stride);
+#pragma unroll
+    for (uint c = 0; c < chunks; ++c) {
+        const float4 s0 = v[c * (n / 4)], s1 = n == 8 ? v[c * (n / 4) + 1] : s0;
+        fc_chunk_store(xdt, ydt, yrow, FC_REG_J(c), end,
+                       log_mode ? (s0 - m) - log_d : s0 * inv_d,
+                       log_mode ? (s1 - m) - log_d : s1 * inv_d, vec);
+    }
+}
+
 /* ---- online chunked: work-groups loop over rows, one row at a time ------------------------- */
 FC_INLINE void fc_online_chunked(const int xdt, const int ydt, const __global void *x, ulong x_off,
                                  ulong x_stride, __global void *y, ulong y_off, ulong y_stride,
@@ -352,6 +417,18 @@ FC_INLINE void fc_split_row_normalize(const int xdt, const int ydt, const __glob
     __global const XT *x, ulong x_off, ulong x_stride, __global YT *y, ulong y_off,            \
         ulong y_stride
 
+/* (m, d) as one 64-bit word (m's bits high, d's low), for the split-row kernels that exchange
+ * it through 64-bit atomics (here and in softmax_ordered.cl). */
+FC_INLINE ulong fc_md_pack(float2 md)
+{
+    return ((ulong)as_uint(md.x) << 32) | (ulong)as_uint(md.y);
+}
+
+FC_INLINE float2 fc_md_unpack(ulong w)
+{
+    return (float2)(as_float((uint)(w >> 32)), as_float((uint)w));
+}
+
 #if FC_COOP
 /* ---- cooperative split row (GPUs with 64-bit global atomics) -------------------------------
  * A row is cut into `slices` slices, one work-group each. A group keeps the first
@@ -373,16 +450,6 @@ FC_INLINE void fc_split_row_normalize(const int xdt, const int ydt, const __glob
  * 0 is never a published value: m = +0 means d >= 1. Everything exchanged between groups goes
  * through atomics, so no ordering between different words is relied on. */
 #pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
-
-FC_INLINE ulong fc_md_pack(float2 md)
-{
-    return ((ulong)as_uint(md.x) << 32) | (ulong)as_uint(md.y);
-}
-
-FC_INLINE float2 fc_md_unpack(ulong w)
-{
-    return (float2)(as_float((uint)(w >> 32)), as_float((uint)w));
-}
 
 FC_INLINE void fc_split_row_cooperative(const int xdt, const int ydt, const __global void *x,
                                         ulong x_off, ulong x_stride, __global void *y,
@@ -451,6 +518,15 @@ FC_INLINE void fc_split_row_cooperative(const int xdt, const int ydt, const __gl
 #endif
 
 /* ---- instantiation: every (input, output) storage pair --------------------------------------- */
+#define FC_ROWS_HELD_KERNEL(E, XN, XT, XD, YN, YT, YD)                                         \
+    __kernel void softmax_rows_held##E##_##XN##_##YN(FC_PTR_ARGS(XT, YT), ulong rows, uint cols, \
+                                                     float scale, int log_mode, uint team,      \
+                                                     int vec)                                   \
+    {                                                                                          \
+        __local float scratch[FC_MAX_WG];                                                      \
+        fc_rows_held(XD, YD, E, x, x_off, x_stride, y, y_off, y_stride, rows, cols, scale,     \
+                     log_mode, team, vec, scratch);                                            \
+    }
 #define FC_SOFTMAX_PAIR(XN, XT, XD, YN, YT, YD)                                                \
     __kernel void softmax_rows_in_registers_##XN##_##YN(FC_PTR_ARGS(XT, YT), ulong rows,        \
                                                         uint cols, float scale, int log_mode,  \
@@ -476,6 +552,8 @@ FC_INLINE void fc_split_row_cooperative(const int xdt, const int ydt, const __gl
         fc_split_row_normalize(XD, YD, x, x_off, x_stride, y, y_off, y_stride, cols,           \
                                slice_len, slices, scale, log_mode, vec, partials, scratch);    \
     }                                                                                          \
+    FC_ROWS_HELD_KERNEL(8, XN, XT, XD, YN, YT, YD)                                           \
+    FC_ROWS_HELD_KERNEL(16, XN, XT, XD, YN, YT, YD)                                          \
     FC_COOP_KERNEL(XN, XT, XD, YN, YT, YD)
 
 #define FC_SPLIT_PARTIALS(XN, XT, XD)                                                          \

@@ -1,8 +1,11 @@
-/* One small case of every softmax variant (row-in-registers, online-chunked, split-row) with
+/* One small case of every softmax variant (row-in-registers: held 8 and 16 per work-item and
+ * the legacy raw chunks; online-chunked; split-row: ordered where built, else 3-pass) with
  * two dtype pairs (f32 -> f32 and bf16 -> f16), padded strides, offsets and special rows,
  * checked against host_ref: small enough to run under the Oclgrind simulator (which reports
  * out-of-bounds accesses, races and uninitialised reads) in well under a minute; CTest runs it
  * both natively and, when oclgrind is installed, as test_softmax_oclgrind_sim. */
+#include <stdlib.h>
+
 #include "test_util.h"
 
 static flashcl_context *g_ctx;
@@ -45,6 +48,21 @@ static void test_split_row(void **state)
 {
     (void)state;
     run(FLASHCL_SOFTMAX_SPLIT_ROW, 2, 5000);
+    /* The ordered split row (where built) with a cache budget below a row: its partial and
+     * normalise items alternate and rows are normalised from their last slice back. */
+    setenv("FLASHCL_SOFTMAX_L2_BUDGET_KB", "16", 1);
+    run(FLASHCL_SOFTMAX_SPLIT_ROW, 3, 20000);
+    unsetenv("FLASHCL_SOFTMAX_L2_BUDGET_KB");
+}
+
+/* Short rows (rows held 8 per work-item) and the legacy raw-chunk rows in registers. */
+static void test_short_rows_and_legacy(void **state)
+{
+    (void)state;
+    run(FLASHCL_SOFTMAX_ROW_IN_REGISTERS, 9, 100);
+    setenv("FLASHCL_SOFTMAX_LEGACY", "1", 1);
+    run(FLASHCL_SOFTMAX_ROW_IN_REGISTERS, 5, 300);
+    unsetenv("FLASHCL_SOFTMAX_LEGACY");
 }
 
 static void test_in_place(void **state)
@@ -67,6 +85,7 @@ int main(void)
         cmocka_unit_test(test_row_in_registers),
         cmocka_unit_test(test_online_chunked),
         cmocka_unit_test(test_split_row),
+        cmocka_unit_test(test_short_rows_and_legacy),
         cmocka_unit_test(test_in_place),
     };
     int failures = cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,10 +1,12 @@
 /* Every softmax variant forced through params.variant: ROW_IN_REGISTERS, ONLINE_CHUNKED and
- * SPLIT_ROW x all 9 dtype pairs x cols in {1, 2, 3, 127, 1000, 1023, 1025, 4097, 65537,
- * 1<<20} x rows {1, 3, 17} (at most 1.2M elements a case: 1<<20 runs with one row; two rows
- * for three of the pairs), layouts and special rows drawn at random per case as in
- * test_softmax_auto. A forced variant may return FLASHCL_UNSUPPORTED only for
- * ROW_IN_REGISTERS with cols > TU_RIR_GUARANTEED_COLS (test_util.h), and must then leave the
- * output untouched; any other UNSUPPORTED fails. */
+ * SPLIT_ROW (and once more with the legacy choices, FLASHCL_SOFTMAX_LEGACY=1) x all 9 dtype
+ * pairs x cols in {1, 2, 3, 127, 1000, 1023, 1025, 4097, 65537, 1<<20} x rows {1, 3, 17} (at
+ * most 1.2M elements a case: 1<<20 runs with one row; two rows for three of the pairs),
+ * layouts and special rows drawn at random per case as in test_softmax_auto. A forced variant
+ * may return FLASHCL_UNSUPPORTED only for ROW_IN_REGISTERS with cols > TU_RIR_GUARANTEED_COLS
+ * (test_util.h), and must then leave the output untouched; any other UNSUPPORTED fails. */
+#include <stdlib.h>
+
 #include "test_util.h"
 
 static flashcl_context *g_ctx;
@@ -106,6 +108,20 @@ static void test_unusual_shapes(void **state)
     }
 }
 
+/* FLASHCL_SOFTMAX_LEGACY=1 restores the variant choice from before the rows held as floats and
+ * the ordered split row (softmax_plan.c): the raw-chunk rows in registers for every row that
+ * fits, and the cooperative or 3-pass split row, which the tests above no longer reach where
+ * the ordered split is built. The variable is read at every call. */
+static void test_legacy_choices(void **state)
+{
+    (void)state;
+    setenv("FLASHCL_SOFTMAX_LEGACY", "1", 1);
+    run_variant(FLASHCL_SOFTMAX_ROW_IN_REGISTERS);
+    run_variant(FLASHCL_SOFTMAX_SPLIT_ROW);
+    test_unusual_shapes(state);
+    unsetenv("FLASHCL_SOFTMAX_LEGACY");
+}
+
 int main(void)
 {
     g_ctx = tu_context_or_skip();
@@ -114,6 +130,7 @@ int main(void)
         cmocka_unit_test(test_online_chunked),
         cmocka_unit_test(test_split_row),
         cmocka_unit_test(test_unusual_shapes),
+        cmocka_unit_test(test_legacy_choices),
     };
     int failures = cmocka_run_group_tests(tests, NULL, NULL);
     flashcl_context_destroy(g_ctx);

@@ -55,6 +55,8 @@ typedef struct fc_softmax_kernels {
     cl_kernel split_row_partials[FC_DTYPE_COUNT];                 /* by input dtype */
     cl_kernel split_row_normalize[FC_DTYPE_COUNT][FC_DTYPE_COUNT];
     cl_kernel split_row_cooperative[FC_DTYPE_COUNT][FC_DTYPE_COUNT]; /* NULL when not built */
+    cl_kernel rows_held[2][FC_DTYPE_COUNT][FC_DTYPE_COUNT];      /* [0]: 8 elements, [1]: 16 */
+    cl_kernel split_row_ordered[FC_DTYPE_COUNT][FC_DTYPE_COUNT]; /* NULL when not built */
     unsigned rir_chunks;                 /* 16-byte chunks per work-item (FC_RIR_CHUNKS) */
     unsigned coop_chunks;                /* FC_COOP_CHUNKS */
     size_t rir_max_wg;                   /* largest team / work-group (a power of two) */
@@ -62,6 +64,11 @@ typedef struct fc_softmax_kernels {
     size_t chunked_wg, split_wg, coop_wg;
     size_t resident_items;               /* work-items a compute unit keeps in flight (estimate) */
     int coop;                            /* split_row_cooperative kernels exist */
+    size_t held_max_wg;                  /* largest team of rows_held (a power of two) */
+    size_t ordered_wg;                   /* work-group of split_row_ordered */
+    unsigned stream_unroll;              /* FC_STREAM_UNROLL */
+    cl_ulong l2_budget;                  /* ordered split: bytes read between a slice's reads */
+    int ordered;                         /* split_row_ordered kernels exist */
 } fc_softmax_kernels;
 
 /* Kernels of the attention program (owned by attention.c): the forward kernel per family

@@ -1,20 +1,12 @@
-/* Host side of cl/softmax.cl: build options per device, kernel creation, and the choice and
- * launch of a variant for one validated softmax request.
- *
- * Variant choice (AUTO); cap = what a work-group holds in registers (max work-group size x
- * FC_RIR_CHUNKS x 4 or 8 elements: 4096 f32 / 8192 f16 on NVIDIA, where kernels report 256):
- *   cols <= cap, and rows >= 2 x compute units or cols <= 8192 -> rows in registers
- *   rows >= 2 x compute units                                  -> online chunked
- *   few long rows -> cooperative split row (built on NVIDIA/AMD GPUs with 64-bit atomics; f32
- *                    input only), else the 3-pass split row.
- * A forced variant runs whenever it can: only ROW_IN_REGISTERS has a limit (cols <= cap). */
+/* Host side of cl/softmax.cl and cl/softmax_ordered.cl: build options per device, kernel
+ * creation, and the launch of the variant softmax_plan.c chose for one validated request. */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../error.h"
-#include "cl_internal.h"
+#include "softmax_plan.h"
 
 /* ---- tuning per device ------------------------------------------------------------------------ */
 
@@ -25,10 +17,13 @@ typedef struct fc_softmax_tuning {
     unsigned rir_chunks, stream_unroll, coop_chunks, half_impl;
     int fast_exp;           /* FC_FAST_EXP: PTX ex2-based exp (NVIDIA) */
     int nv_sleep;           /* FC_NV_SLEEP: nanosleep while waiting (NVIDIA sm_70+) */
+    int stream_stores;      /* FC_STREAM_STORES: evict-first stores in the ordered split */
     size_t rir_group_wg;    /* work-group size when teams are smaller than one */
     size_t resident_items;  /* work-items one compute unit runs at once (an estimate) */
     size_t chunked_wg, split_wg, coop_wg;
     int coop;
+    int ordered;            /* FC_ORDERED: the ticket-ordered split row */
+    cl_ulong l2_budget;     /* bytes the ordered split reads between a slice's two reads */
     const char *cl_std;     /* "" or a -cl-std= that unlocks sub-group functions */
 } fc_softmax_tuning;
 
@@ -36,13 +31,6 @@ static size_t fc_floor_pow2(size_t v)
 {
     size_t p = 1;
     while (p * 2 <= v) p *= 2;
-    return p;
-}
-
-static size_t fc_ceil_pow2(size_t v)
-{
-    size_t p = 1;
-    while (p < v) p *= 2;
     return p;
 }
 
@@ -69,6 +57,11 @@ static void fc_softmax_tune(const fc_cl_device *dev, fc_softmax_tuning *t)
         t->coop = (dev->vendor == FC_VENDOR_NVIDIA || dev->vendor == FC_VENDOR_AMD) &&
                   dev->compute_units >= 2 &&
                   dev->has_int64_atomics;
+        /* A quarter of an H100's 50 MB L2 per direction (the reads between a slice's two reads
+         * and as many writes), leaving room for the L2's halves and the work in flight. */
+        t->ordered = (dev->vendor == FC_VENDOR_NVIDIA || dev->vendor == FC_VENDOR_AMD) &&
+                     dev->has_int64_atomics;
+        t->l2_budget = (cl_ulong)12 << 20;
     } else {
         /* CPUs (PoCL): work-items are loop iterations vectorised across lanes; a few hundred
          * per work-group keep private arrays in cache. No cooperative path: CPU threads give
@@ -81,7 +74,15 @@ static void fc_softmax_tune(const fc_cl_device *dev, fc_softmax_tuning *t)
         t->split_wg = 128;
         t->coop_wg = 0;
         t->coop = 0;
+        /* PoCL runs each started work-group to completion on a thread of its own, which is all
+         * the ordered split needs (cl/softmax_ordered.cl); AUTO does not pick it on CPUs, but a
+         * forced SPLIT_ROW runs it, so the tests reach it. */
+        t->ordered = dev->vendor == FC_VENDOR_POCL && dev->has_int64_atomics;
+        t->l2_budget = (cl_ulong)1 << 20;
     }
+    /* Oclgrind (a GPU by its device type) runs work-groups one after another or each on a
+     * thread of its own: the ordered split is safe there, and its checks should see it. */
+    if (strstr(dev->info.name, "Oclgrind")) t->ordered = dev->has_int64_atomics;
     if (t->sg == FC_SG_NV_PTX && t->max_wg < 32) t->sg = FC_SG_NONE; /* warps must be whole */
     if (t->rir_group_wg > t->max_wg) t->rir_group_wg = t->max_wg;
     if (t->chunked_wg > t->max_wg) t->chunked_wg = t->max_wg;
@@ -96,6 +97,8 @@ static void fc_softmax_tune(const fc_cl_device *dev, fc_softmax_tuning *t)
     t->fast_exp = 0;
     t->nv_sleep = 0;
     if (t->sg == FC_SG_NV_PTX) t->nv_sleep = dev->nv_compute_major >= 7;
+    /* st.global.cs through inline PTX, as the CUDA kernels' second pass stores (cuda/softmax.cuh). */
+    t->stream_stores = t->sg == FC_SG_NV_PTX;
     /* cl_khr_subgroups functions are declared for OpenCL C 2.0+ only. */
     if (t->sg == FC_SG_KHR) {
         int major = dev->opencl_c_major;
@@ -112,9 +115,9 @@ void fc_cl_softmax_options(const fc_cl_device *dev, char *out, size_t out_size)
     snprintf(out, out_size,
              "%s -D%s -DFC_SG_SIZE=%d -DFC_MAX_WG=%zu -DFC_RIR_CHUNKS=%u "
              "-DFC_STREAM_UNROLL=%u -DFC_COOP=%d -DFC_COOP_CHUNKS=%u -DFC_HALF_IMPL=%u "
-             "-DFC_FAST_EXP=%d -DFC_NV_SLEEP=%d",
+             "-DFC_FAST_EXP=%d -DFC_NV_SLEEP=%d -DFC_ORDERED=%d -DFC_STREAM_STORES=%d",
              t.cl_std, sg_define[t.sg], t.sg_size, t.max_wg, t.rir_chunks, t.stream_unroll, t.coop,
-             t.coop_chunks, t.half_impl, t.fast_exp, t.nv_sleep);
+             t.coop_chunks, t.half_impl, t.fast_exp, t.nv_sleep, t.ordered, t.stream_stores);
 }
 
 /* ---- kernels ----------------------------------------------------------------------------------- */
@@ -153,7 +156,8 @@ flashcl_status fc_cl_softmax_create_kernels(fc_cl_context *ctx)
     fc_softmax_kernels *k = &ctx->softmax;
     fc_softmax_tuning t;
     flashcl_status st = FLASHCL_SUCCESS;
-    size_t rir = SIZE_MAX, chunked = SIZE_MAX, split = SIZE_MAX, coop = SIZE_MAX;
+    size_t rir = SIZE_MAX, held = SIZE_MAX, chunked = SIZE_MAX, split = SIZE_MAX;
+    size_t coop = SIZE_MAX, ordered = SIZE_MAX;
     int xd, yd;
 
     fc_softmax_tune(&ctx->dev, &t);
@@ -170,9 +174,18 @@ flashcl_status fc_cl_softmax_create_kernels(fc_cl_context *ctx)
             if (st == FLASHCL_SUCCESS)
                 st = fc_create_kernel(ctx, &k->split_row_normalize[xd][yd], &split,
                                       "softmax_split_row_normalize", xd, yd);
+            if (st == FLASHCL_SUCCESS)
+                st = fc_create_kernel(ctx, &k->rows_held[0][xd][yd], &held, "softmax_rows_held8",
+                                      xd, yd);
+            if (st == FLASHCL_SUCCESS)
+                st = fc_create_kernel(ctx, &k->rows_held[1][xd][yd], &held, "softmax_rows_held16",
+                                      xd, yd);
             if (st == FLASHCL_SUCCESS && t.coop)
                 st = fc_create_kernel(ctx, &k->split_row_cooperative[xd][yd], &coop,
                                       "softmax_split_row_cooperative", xd, yd);
+            if (st == FLASHCL_SUCCESS && t.ordered)
+                st = fc_create_kernel(ctx, &k->split_row_ordered[xd][yd], &ordered,
+                                      "softmax_split_row_ordered", xd, yd);
         }
     }
     if (st != FLASHCL_SUCCESS) {
@@ -189,8 +202,14 @@ flashcl_status fc_cl_softmax_create_kernels(fc_cl_context *ctx)
     k->split_wg = fc_floor_pow2(split < t.split_wg ? split : t.split_wg);
     k->coop_wg = t.coop ? fc_floor_pow2(coop < t.coop_wg ? coop : t.coop_wg) : 0;
     k->coop = t.coop;
-    if (t.sg == FC_SG_NV_PTX && (k->rir_max_wg < 32 || k->chunked_wg < 32 || k->split_wg < 32 ||
-                                 (t.coop && k->coop_wg < 32))) {
+    k->held_max_wg = fc_floor_pow2(held < t.max_wg ? held : t.max_wg);
+    k->ordered_wg = t.ordered ? fc_floor_pow2(ordered < t.split_wg ? ordered : t.split_wg) : 0;
+    k->ordered = t.ordered;
+    k->stream_unroll = t.stream_unroll;
+    k->l2_budget = t.l2_budget;
+    if (t.sg == FC_SG_NV_PTX && (k->rir_max_wg < 32 || k->held_max_wg < 32 || k->chunked_wg < 32 ||
+                                 k->split_wg < 32 || (t.coop && k->coop_wg < 32) ||
+                                 (t.ordered && k->ordered_wg < 32))) {
         fc_cl_softmax_release_kernels(ctx);
         return fc_fail(FLASHCL_UNSUPPORTED,
                        "softmax kernels on '%s' cannot run a full 32-lane warp per work-group",
@@ -206,8 +225,10 @@ void fc_cl_softmax_release_kernels(fc_cl_context *ctx)
     for (xd = 0; xd < FC_DTYPE_COUNT; xd++) {
         if (k->split_row_partials[xd]) clReleaseKernel(k->split_row_partials[xd]);
         for (yd = 0; yd < FC_DTYPE_COUNT; yd++) {
-            cl_kernel pair[] = {k->rows_in_registers[xd][yd], k->online_chunked[xd][yd],
-                                k->split_row_normalize[xd][yd], k->split_row_cooperative[xd][yd]};
+            cl_kernel pair[] = {k->rows_in_registers[xd][yd], k->rows_held[0][xd][yd],
+                                k->rows_held[1][xd][yd],      k->online_chunked[xd][yd],
+                                k->split_row_normalize[xd][yd], k->split_row_cooperative[xd][yd],
+                                k->split_row_ordered[xd][yd]};
             size_t i;
             for (i = 0; i < sizeof pair / sizeof pair[0]; i++)
                 if (pair[i]) clReleaseKernel(pair[i]);
@@ -216,155 +237,7 @@ void fc_cl_softmax_release_kernels(fc_cl_context *ctx)
     memset(k, 0, sizeof *k);
 }
 
-static size_t fc_dtype_bytes(flashcl_dtype dt)
-{
-    return dt == FLASHCL_F32 ? 4 : 2;
-}
-
-/* Elements of the 16-byte chunks kernels move (FC_CHUNK in cl/dtype.h). */
-static size_t fc_chunk_elems(flashcl_dtype dt)
-{
-    return 16 / fc_dtype_bytes(dt);
-}
-
 /* ---- launch --------------------------------------------------------------------------------- */
-
-typedef enum fc_plan_kind { FC_PLAN_RIR, FC_PLAN_CHUNKED, FC_PLAN_SPLIT, FC_PLAN_COOP } fc_plan_kind;
-
-typedef struct fc_plan {
-    fc_plan_kind kind;
-    size_t wg;              /* work-group size */
-    size_t groups;          /* online chunked: grid size (work-groups loop over rows) */
-    unsigned team;          /* rows in registers: work-items per row */
-    cl_ulong slice_len;     /* split row: elements per slice (a multiple of a chunk per item) */
-    unsigned slices;        /* split row: slices per row */
-} fc_plan;
-
-/* Rows in registers: 0 if a row does not fit one work-group. The team is the smallest power of
- * two that holds the row. */
-static int fc_plan_rir(fc_plan *p, const fc_softmax_kernels *k, flashcl_dtype x_dtype,
-                       int64_t cols)
-{
-    const size_t items = k->rir_chunks * fc_chunk_elems(x_dtype), max_wg = k->rir_max_wg;
-    size_t team;
-    if ((uint64_t)cols > (uint64_t)max_wg * items) return 0;
-    team = fc_ceil_pow2((size_t)((cols + (int64_t)items - 1) / (int64_t)items));
-    p->kind = FC_PLAN_RIR;
-    p->team = (unsigned)team;
-    p->wg = team > k->rir_group_wg ? team : k->rir_group_wg;
-    if (p->wg > max_wg) p->wg = max_wg;
-    return 1;
-}
-
-/* Online chunked: a work-group per row, up to a few times what the device runs at once (the
- * groups loop over the remaining rows). */
-static void fc_plan_chunked(fc_plan *p, const fc_cl_device *dev, const fc_softmax_kernels *k,
-                            int64_t rows)
-{
-    uint64_t groups = (uint64_t)dev->compute_units *
-                      (k->resident_items > k->chunked_wg ? k->resident_items / k->chunked_wg : 1) * 8;
-    if (groups > (uint64_t)rows) groups = (uint64_t)rows;
-    p->kind = FC_PLAN_CHUNKED;
-    p->wg = k->chunked_wg;
-    p->groups = (size_t)groups;
-}
-
-/* Split row: slices of at least a few loads per work-item, enough groups to fill the device. */
-static void fc_plan_split(fc_plan *p, const fc_cl_device *dev, const fc_softmax_kernels *k,
-                          int64_t rows, int64_t cols)
-{
-    const uint64_t ucols = (uint64_t)cols;
-    const uint64_t unit = 8u * (uint64_t)k->split_wg; /* a chunk per work-item (any dtype) */
-    const uint64_t min_len = unit * 4 * 2;
-    const uint64_t target_groups = (uint64_t)dev->compute_units * (dev->is_gpu ? 8 : 2);
-    uint64_t slices = (target_groups + (uint64_t)rows - 1) / (uint64_t)rows;
-    uint64_t max_slices = (ucols + min_len - 1) / min_len, len;
-    if (slices > max_slices) slices = max_slices;
-    if (slices < 1) slices = 1;
-    len = (ucols + slices - 1) / slices;
-    len = (len + unit - 1) / unit * unit;
-    p->kind = FC_PLAN_SPLIT;
-    p->wg = k->split_wg;
-    p->slice_len = len;
-    p->slices = (unsigned)((ucols + len - 1) / len);
-}
-
-/* Cooperative split row: as few slices as hold the row in registers, at most one per compute
- * unit (the no-deadlock condition; beyond that, slices stream their tail). */
-static void fc_plan_coop(fc_plan *p, const fc_cl_device *dev, const fc_softmax_kernels *k,
-                         flashcl_dtype x_dtype, int64_t cols)
-{
-    const uint64_t unit = (uint64_t)k->coop_wg * fc_chunk_elems(x_dtype); /* a chunk per item */
-    const uint64_t ucols = (uint64_t)cols, cap = unit * k->coop_chunks;
-    uint64_t slices = (ucols + cap - 1) / cap, len;
-    if (slices > dev->compute_units) slices = dev->compute_units;
-    len = (ucols + slices - 1) / slices;
-    len = (len + unit - 1) / unit * unit;
-    p->kind = FC_PLAN_COOP;
-    p->wg = k->coop_wg;
-    p->slice_len = len;
-    p->slices = (unsigned)((ucols + len - 1) / len);
-}
-
-static int fc_env_flag(const char *name)
-{
-    const char *v = getenv(name);
-    return v && *v && strcmp(v, "0") != 0;
-}
-
-static flashcl_status fc_choose_plan(const fc_cl_context *ctx, const fc_softmax_desc *desc,
-                                     fc_plan *p)
-{
-    const fc_cl_device *dev = &ctx->dev;
-    const fc_softmax_kernels *k = &ctx->softmax;
-    const int64_t rows = desc->rows, cols = desc->cols;
-    /* The cooperative split row where built, for f32 input: measured on an H200 it beat the
-     * 3-pass split for f32 (64 x 1M: 219 vs 249 us) but lost for f16 (276 vs 141 us).
-     * FLASHCL_SOFTMAX_NO_COOP=1 turns it off (benchmarks). */
-    const int coop = k->coop && desc->x_dtype == FLASHCL_F32 &&
-                     !fc_env_flag("FLASHCL_SOFTMAX_NO_COOP");
-    /* Rows needed before one work-group per row keeps every compute unit busy. */
-    const int64_t fill_rows = (int64_t)dev->compute_units * (dev->is_gpu ? 2 : 4);
-    memset(p, 0, sizeof *p);
-
-    switch (desc->variant) {
-    case FLASHCL_SOFTMAX_ROW_IN_REGISTERS:
-        if (fc_plan_rir(p, k, desc->x_dtype, cols)) return FLASHCL_SUCCESS;
-        return fc_fail(FLASHCL_UNSUPPORTED,
-                       "softmax ROW_IN_REGISTERS: a row of %lld columns does not fit in one "
-                       "work-group's registers on '%s' (at most %zu work-items x %zu elements)",
-                       (long long)cols, dev->info.name, k->rir_max_wg,
-                       k->rir_chunks * fc_chunk_elems(desc->x_dtype));
-    case FLASHCL_SOFTMAX_ONLINE_CHUNKED:
-        fc_plan_chunked(p, dev, k, rows);
-        return FLASHCL_SUCCESS;
-    case FLASHCL_SOFTMAX_SPLIT_ROW:
-        if (coop)
-            fc_plan_coop(p, dev, k, desc->x_dtype, cols);
-        else
-            fc_plan_split(p, dev, k, rows, cols);
-        return FLASHCL_SUCCESS;
-    default:
-        break;
-    }
-
-    /* AUTO. Rows that fit a work-group: one read, one write, unless so few rows that most of
-     * the device would idle while there is much to do (then spread each row over groups). */
-    if (fc_plan_rir(p, k, desc->x_dtype, cols) && (rows >= fill_rows || cols <= 8192))
-        return FLASHCL_SUCCESS;
-    /* Enough rows for the device: a work-group per row; pass 2 mostly re-reads from the cache
-     * (measured on an H200: faster than the cooperative split row for 4096 x 32768 and
-     * 1024 x 131072). Few long rows: spread each row over work-groups. */
-    if (rows >= fill_rows) {
-        fc_plan_chunked(p, dev, k, rows);
-        return FLASHCL_SUCCESS;
-    }
-    if (coop)
-        fc_plan_coop(p, dev, k, desc->x_dtype, cols);
-    else
-        fc_plan_split(p, dev, k, rows, cols);
-    return FLASHCL_SUCCESS;
-}
 
 /* Grows ctx->scratch to at least `bytes` (under launch_lock). Kernels already enqueued keep the
  * old buffer alive through their own reference. */
@@ -419,6 +292,22 @@ static flashcl_status fc_order(fc_cl_context *ctx, int out_of_order)
                              : fc_cl_fail(err, "clEnqueueBarrierWithWaitList(softmax)");
 }
 
+/* The scratch buffer as `bytes` of zeros (ticket counters and published words of the
+ * cooperative and ordered split rows start at 0), ordered before the kernel that uses it. */
+static flashcl_status fc_zeroed_state(fc_cl_context *ctx, size_t bytes, int out_of_order,
+                                      cl_mem *state)
+{
+    const cl_ulong zero = 0;
+    cl_int err;
+    flashcl_status st = fc_scratch_reserve(ctx, bytes);
+    if (st == FLASHCL_SUCCESS) st = fc_order(ctx, out_of_order);
+    if (st != FLASHCL_SUCCESS) return st;
+    *state = ctx->scratch;
+    err = clEnqueueFillBuffer(ctx->queue, *state, &zero, sizeof zero, 0, bytes, 0, NULL, NULL);
+    if (err != CL_SUCCESS) return fc_cl_fail(err, "clEnqueueFillBuffer(softmax split-row state)");
+    return fc_order(ctx, out_of_order);
+}
+
 /* Enqueues rows [0, n) of one batch whose first row is at element x_off / y_off. */
 static flashcl_status fc_enqueue_batch(fc_cl_context *ctx, const fc_softmax_desc *desc,
                                        const fc_plan *p, cl_ulong n, cl_ulong x_off,
@@ -441,6 +330,14 @@ static flashcl_status fc_enqueue_batch(fc_cl_context *ctx, const fc_softmax_desc
                                FC_ARG(scale), FC_ARG(log_mode), FC_ARG(team), FC_ARG(vec)};
         const size_t rows_per_group = p->wg / p->team;
         return fc_launch(ctx, k->rows_in_registers[xd][yd], args, 12,
+                         (size_t)((n + rows_per_group - 1) / rows_per_group), p->wg);
+    }
+    case FC_PLAN_HELD: {
+        const fc_arg args[] = {FC_ARG(x),     FC_ARG(x_off), FC_ARG(x_stride), FC_ARG(y),
+                               FC_ARG(y_off), FC_ARG(y_stride), FC_ARG(n),      FC_ARG(cols),
+                               FC_ARG(scale), FC_ARG(log_mode), FC_ARG(team),   FC_ARG(vec)};
+        const size_t rows_per_group = p->wg / p->team;
+        return fc_launch(ctx, k->rows_held[p->elems == 8 ? 0 : 1][xd][yd], args, 12,
                          (size_t)((n + rows_per_group - 1) / rows_per_group), p->wg);
     }
     case FC_PLAN_CHUNKED: {
@@ -473,19 +370,9 @@ static flashcl_status fc_enqueue_batch(fc_cl_context *ctx, const fc_softmax_desc
         return st;
     }
     case FC_PLAN_COOP: {
-        const size_t groups = (size_t)n * p->slices, state_bytes = (1 + groups) * sizeof(cl_ulong);
-        const cl_ulong zero = 0;
-        cl_mem state;
-        cl_int err;
-        st = fc_scratch_reserve(ctx, state_bytes);
-        state = ctx->scratch;
-        if (st == FLASHCL_SUCCESS) st = fc_order(ctx, out_of_order);
-        if (st != FLASHCL_SUCCESS) return st;
-        /* Ticket counter and published slots start at 0 (see cl/softmax.cl). */
-        err = clEnqueueFillBuffer(ctx->queue, state, &zero, sizeof zero, 0, state_bytes, 0, NULL,
-                                  NULL);
-        if (err != CL_SUCCESS) return fc_cl_fail(err, "clEnqueueFillBuffer(softmax cooperative state)");
-        st = fc_order(ctx, out_of_order);
+        const size_t groups = (size_t)n * p->slices;
+        cl_mem state = NULL;
+        st = fc_zeroed_state(ctx, (1 + groups) * sizeof(cl_ulong), out_of_order, &state);
         if (st == FLASHCL_SUCCESS) {
             const fc_arg args[] = {FC_ARG(x),        FC_ARG(x_off),     FC_ARG(x_stride),
                                    FC_ARG(y),        FC_ARG(y_off),     FC_ARG(y_stride),
@@ -493,6 +380,24 @@ static flashcl_status fc_enqueue_batch(fc_cl_context *ctx, const fc_softmax_desc
                                    FC_ARG(scale),    FC_ARG(log_mode),  FC_ARG(vec),
                                    FC_ARG(state)};
             st = fc_launch(ctx, k->split_row_cooperative[xd][yd], args, 13, groups, p->wg);
+        }
+        return st;
+    }
+    case FC_PLAN_ORDERED: {
+        const size_t items = (size_t)n * p->slices;
+        const cl_ulong lag = p->lag < items ? p->lag : (cl_ulong)items; /* a batch may be short */
+        const cl_int reverse = p->reverse;
+        cl_mem state = NULL;
+        st = fc_zeroed_state(ctx, (1 + items + (size_t)n) * sizeof(cl_ulong), out_of_order,
+                             &state);
+        if (st == FLASHCL_SUCCESS) {
+            const fc_arg args[] = {FC_ARG(x),     FC_ARG(x_off),     FC_ARG(x_stride),
+                                   FC_ARG(y),     FC_ARG(y_off),     FC_ARG(y_stride),
+                                   FC_ARG(n),     FC_ARG(cols),      FC_ARG(slice_len),
+                                   FC_ARG(slices), FC_ARG(lag),      FC_ARG(reverse),
+                                   FC_ARG(scale), FC_ARG(log_mode),  FC_ARG(vec),
+                                   FC_ARG(state)};
+            st = fc_launch(ctx, k->split_row_ordered[xd][yd], args, 16, 2 * items, p->wg);
         }
         return st;
     }
@@ -521,13 +426,15 @@ flashcl_status fc_cl_softmax(void *vctx, const fc_softmax_desc *desc)
     if (desc->cols > ((int64_t)1 << 31))
         return fc_fail(FLASHCL_UNSUPPORTED, "softmax: rows of %lld columns exceed 2^31",
                        (long long)desc->cols);
-    st = fc_choose_plan(ctx, desc, &p);
+    st = fc_softmax_choose_plan(ctx, desc, &p);
     if (st != FLASHCL_SUCCESS) return st;
     clGetCommandQueueInfo(ctx->queue, CL_QUEUE_PROPERTIES, sizeof props, &props, NULL);
 
     /* Launches stay below 2^31 work-items; chunked work-groups loop over rows. */
-    if (p.kind == FC_PLAN_RIR)
+    if (p.kind == FC_PLAN_RIR || p.kind == FC_PLAN_HELD)
         batch = (cl_ulong)(INT_MAX / p.wg) * (p.wg / p.team);
+    else if (p.kind == FC_PLAN_ORDERED)
+        batch = (cl_ulong)(INT_MAX / p.wg / p.slices / 2);
     else if (p.kind == FC_PLAN_CHUNKED)
         batch = rows;
     else

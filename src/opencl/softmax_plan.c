@@ -1,0 +1,237 @@
+/* Variant choice for the OpenCL softmax: which kernel runs a validated request, with which
+ * work-group, team and slices.
+ *
+ * AUTO, as chosen since the bandwidth work of issue #2 (cap16 = what a work-group holds as
+ * floats: kernel limit x 16 elements, 4096 on NVIDIA's OpenCL where kernels report 256):
+ *   cols <= 256                      -> rows held, 8 elements per work-item (team <= a warp)
+ *   cols <= cap16                    -> rows held, 16 elements per work-item
+ *   16-bit cols <= raw cap (8192)    -> rows in registers as raw 16-byte chunks
+ *   longer rows, on GPUs that built it -> ticket-ordered split row (one HBM read + one L2
+ *                                        re-read + one write, any number of rows)
+ *   otherwise the legacy choice below.
+ * FLASHCL_SOFTMAX_LEGACY=1 restores the choice made before (for A/B measurements):
+ *   cols <= raw cap, and rows >= 2 x compute units or cols <= 8192 -> rows in registers (raw)
+ *   rows >= 2 x compute units                                     -> online chunked
+ *   few long rows -> cooperative split row (f32 input, where built), else the 3-pass split row.
+ * FLASHCL_SOFTMAX_L2_BUDGET_KB=N overrides the ordered split's cache budget (12288 on GPUs:
+ * the input bytes read between a slice's two reads, as many written).
+ * Forced variants run whenever they can: ROW_IN_REGISTERS takes rows held or raw (UNSUPPORTED
+ * past the raw cap); SPLIT_ROW takes the ordered split where built (legacy: cooperative or
+ * 3-pass). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../error.h"
+#include "softmax_plan.h"
+
+static size_t fc_ceil_pow2(size_t v)
+{
+    size_t p = 1;
+    while (p < v) p *= 2;
+    return p;
+}
+
+static int fc_env_flag(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v && strcmp(v, "0") != 0;
+}
+
+/* A team of work-items holding a row of `cols` elements, `items` each, in one work-group of at
+ * most max_wg; 0 when the row does not fit. */
+static int fc_plan_team(fc_plan *p, fc_plan_kind kind, size_t items, size_t max_wg,
+                        size_t group_wg, int64_t cols)
+{
+    size_t team;
+    if ((uint64_t)cols > (uint64_t)max_wg * items) return 0;
+    team = fc_ceil_pow2((size_t)((cols + (int64_t)items - 1) / (int64_t)items));
+    p->kind = kind;
+    p->team = (unsigned)team;
+    p->wg = team > group_wg ? team : group_wg;
+    if (p->wg > max_wg) p->wg = max_wg;
+    return 1;
+}
+
+/* Rows in registers as raw chunks: 0 if a row does not fit one work-group. */
+static int fc_plan_rir(fc_plan *p, const fc_softmax_kernels *k, flashcl_dtype x_dtype,
+                       int64_t cols)
+{
+    return fc_plan_team(p, FC_PLAN_RIR, k->rir_chunks * fc_chunk_elems(x_dtype), k->rir_max_wg,
+                        k->rir_group_wg, cols);
+}
+
+/* Rows held as floats: 8 elements per work-item while a row fits one warp-sized team (short
+ * rows: twice the work-items of 16, more loads in flight), else 16. */
+static int fc_plan_held(fc_plan *p, const fc_softmax_kernels *k, int64_t cols)
+{
+    const unsigned elems = cols <= 32 * 8 ? 8 : 16;
+    if (!fc_plan_team(p, FC_PLAN_HELD, elems, k->held_max_wg, k->rir_group_wg, cols)) return 0;
+    p->elems = elems;
+    return 1;
+}
+
+/* Online chunked: a work-group per row, up to a few times what the device runs at once (the
+ * groups loop over the remaining rows). */
+static void fc_plan_chunked(fc_plan *p, const fc_cl_device *dev, const fc_softmax_kernels *k,
+                            int64_t rows)
+{
+    uint64_t groups = (uint64_t)dev->compute_units *
+                      (k->resident_items > k->chunked_wg ? k->resident_items / k->chunked_wg : 1) * 8;
+    if (groups > (uint64_t)rows) groups = (uint64_t)rows;
+    p->kind = FC_PLAN_CHUNKED;
+    p->wg = k->chunked_wg;
+    p->groups = (size_t)groups;
+}
+
+/* Rows cut into about `slices` slices of a multiple of `unit` elements. */
+static void fc_plan_slices(fc_plan *p, fc_plan_kind kind, size_t wg, uint64_t cols,
+                           uint64_t slices, uint64_t unit)
+{
+    uint64_t len = (cols + slices - 1) / slices;
+    len = (len + unit - 1) / unit * unit;
+    p->kind = kind;
+    p->wg = wg;
+    p->slice_len = len;
+    p->slices = (unsigned)((cols + len - 1) / len);
+}
+
+/* Split row: slices of at least a few loads per work-item, enough groups to fill the device. */
+static void fc_plan_split(fc_plan *p, const fc_cl_device *dev, const fc_softmax_kernels *k,
+                          int64_t rows, int64_t cols)
+{
+    const uint64_t ucols = (uint64_t)cols;
+    const uint64_t unit = 8u * (uint64_t)k->split_wg; /* a chunk per work-item (any dtype) */
+    const uint64_t min_len = unit * 4 * 2;
+    const uint64_t target_groups = (uint64_t)dev->compute_units * (dev->is_gpu ? 8 : 2);
+    uint64_t slices = (target_groups + (uint64_t)rows - 1) / (uint64_t)rows;
+    uint64_t max_slices = (ucols + min_len - 1) / min_len;
+    if (slices > max_slices) slices = max_slices;
+    if (slices < 1) slices = 1;
+    fc_plan_slices(p, FC_PLAN_SPLIT, k->split_wg, ucols, slices, unit);
+}
+
+/* Cooperative split row: as few slices as hold the row in registers, at most one per compute
+ * unit (the no-deadlock condition; beyond that, slices stream their tail). */
+static void fc_plan_coop(fc_plan *p, const fc_cl_device *dev, const fc_softmax_kernels *k,
+                         flashcl_dtype x_dtype, int64_t cols)
+{
+    const uint64_t unit = (uint64_t)k->coop_wg * fc_chunk_elems(x_dtype); /* a chunk per item */
+    const uint64_t ucols = (uint64_t)cols, cap = unit * k->coop_chunks;
+    uint64_t slices = (ucols + cap - 1) / cap;
+    if (slices > dev->compute_units) slices = dev->compute_units;
+    fc_plan_slices(p, FC_PLAN_COOP, k->coop_wg, ucols, slices, unit);
+}
+
+/* Ordered split row: slices of about 32 KiB of input (two streaming steps of the work-group),
+ * and a lag that keeps the bytes read between a slice's two reads within the cache budget
+ * (but at least a row: the no-deadlock condition, see cl/softmax_ordered.cl). A row longer than
+ * the budget is normalised from its end back, the part read last first. */
+static void fc_plan_ordered(fc_plan *p, const fc_softmax_kernels *k, flashcl_dtype x_dtype,
+                            int64_t rows, int64_t cols)
+{
+    const uint64_t xb = fc_dtype_bytes(x_dtype), ucols = (uint64_t)cols;
+    const uint64_t unit = (uint64_t)k->ordered_wg * fc_chunk_elems(x_dtype) * k->stream_unroll;
+    const uint64_t target = unit * (32768 / (unit * xb) > 0 ? 32768 / (unit * xb) : 1);
+    const char *env = getenv("FLASHCL_SOFTMAX_L2_BUDGET_KB");
+    uint64_t budget = k->l2_budget, lag;
+    if (env && atoi(env) > 0) budget = (uint64_t)atoi(env) << 10;
+    fc_plan_slices(p, FC_PLAN_ORDERED, k->ordered_wg, ucols, (ucols + target - 1) / target, unit);
+    lag = budget / (p->slice_len * xb);
+    if (lag < p->slices) lag = p->slices;
+    if (lag > (uint64_t)rows * p->slices) lag = (uint64_t)rows * p->slices;
+    p->lag = lag;
+    p->reverse = (uint64_t)p->slices * p->slice_len * xb > budget;
+}
+
+/* The choice made before the ordered split and the rows held as floats. */
+static flashcl_status fc_choose_legacy(const fc_cl_context *ctx, const fc_softmax_desc *desc,
+                                       fc_plan *p)
+{
+    const fc_cl_device *dev = &ctx->dev;
+    const fc_softmax_kernels *k = &ctx->softmax;
+    const int64_t rows = desc->rows, cols = desc->cols;
+    /* The cooperative split row where built, for f32 input: measured on an H200 it beat the
+     * 3-pass split for f32 (64 x 1M: 219 vs 249 us) but lost for f16 (276 vs 141 us).
+     * FLASHCL_SOFTMAX_NO_COOP=1 turns it off (benchmarks). */
+    const int coop = k->coop && desc->x_dtype == FLASHCL_F32 &&
+                     !fc_env_flag("FLASHCL_SOFTMAX_NO_COOP");
+    /* Rows needed before one work-group per row keeps every compute unit busy. */
+    const int64_t fill_rows = (int64_t)dev->compute_units * (dev->is_gpu ? 2 : 4);
+
+    switch (desc->variant) {
+    case FLASHCL_SOFTMAX_ROW_IN_REGISTERS:
+        if (fc_plan_rir(p, k, desc->x_dtype, cols)) return FLASHCL_SUCCESS;
+        return fc_fail(FLASHCL_UNSUPPORTED,
+                       "softmax ROW_IN_REGISTERS: a row of %lld columns does not fit in one "
+                       "work-group's registers on '%s' (at most %zu work-items x %zu elements)",
+                       (long long)cols, dev->info.name, k->rir_max_wg,
+                       k->rir_chunks * fc_chunk_elems(desc->x_dtype));
+    case FLASHCL_SOFTMAX_ONLINE_CHUNKED:
+        fc_plan_chunked(p, dev, k, rows);
+        return FLASHCL_SUCCESS;
+    case FLASHCL_SOFTMAX_SPLIT_ROW:
+        if (coop)
+            fc_plan_coop(p, dev, k, desc->x_dtype, cols);
+        else
+            fc_plan_split(p, dev, k, rows, cols);
+        return FLASHCL_SUCCESS;
+    default:
+        break;
+    }
+
+    /* AUTO. Rows that fit a work-group: one read, one write, unless so few rows that most of
+     * the device would idle while there is much to do (then spread each row over groups). */
+    if (fc_plan_rir(p, k, desc->x_dtype, cols) && (rows >= fill_rows || cols <= 8192))
+        return FLASHCL_SUCCESS;
+    /* Enough rows for the device: a work-group per row; pass 2 mostly re-reads from the cache
+     * (measured on an H200: faster than the cooperative split row for 4096 x 32768 and
+     * 1024 x 131072). Few long rows: spread each row over work-groups. */
+    if (rows >= fill_rows) {
+        fc_plan_chunked(p, dev, k, rows);
+        return FLASHCL_SUCCESS;
+    }
+    if (coop)
+        fc_plan_coop(p, dev, k, desc->x_dtype, cols);
+    else
+        fc_plan_split(p, dev, k, rows, cols);
+    return FLASHCL_SUCCESS;
+}
+
+flashcl_status fc_softmax_choose_plan(const fc_cl_context *ctx, const fc_softmax_desc *desc,
+                                      fc_plan *p)
+{
+    const fc_cl_device *dev = &ctx->dev;
+    const fc_softmax_kernels *k = &ctx->softmax;
+    const int64_t rows = desc->rows, cols = desc->cols;
+    memset(p, 0, sizeof *p);
+    if (fc_env_flag("FLASHCL_SOFTMAX_LEGACY")) return fc_choose_legacy(ctx, desc, p);
+
+    switch (desc->variant) {
+    case FLASHCL_SOFTMAX_ROW_IN_REGISTERS:
+        if (fc_plan_held(p, k, cols) || fc_plan_rir(p, k, desc->x_dtype, cols))
+            return FLASHCL_SUCCESS;
+        return fc_choose_legacy(ctx, desc, p); /* its message */
+    case FLASHCL_SOFTMAX_SPLIT_ROW:
+        if (!k->ordered) return fc_choose_legacy(ctx, desc, p);
+        fc_plan_ordered(p, k, desc->x_dtype, rows, cols);
+        return FLASHCL_SUCCESS;
+    case FLASHCL_SOFTMAX_ONLINE_CHUNKED:
+        return fc_choose_legacy(ctx, desc, p);
+    default:
+        break;
+    }
+    /* AUTO. Rows that fit a work-group: one read, one write (the legacy choice's caveat about
+     * few rows only matters past 8192 columns, beyond the 16-element cap on NVIDIA). */
+    if ((cols <= 8192 || rows >= (int64_t)dev->compute_units * (dev->is_gpu ? 2 : 4)) &&
+        (fc_plan_held(p, k, cols) || fc_plan_rir(p, k, desc->x_dtype, cols)))
+        return FLASHCL_SUCCESS;
+    /* Longer rows on a GPU: one launch, the second read from the L2 cache, whatever the number
+     * of rows (the online chunked kernel's second read missed the cache for 4096 x 32768: each
+     * resident work-group streams a whole row between its two reads). */
+    if (k->ordered && dev->is_gpu) {
+        fc_plan_ordered(p, k, desc->x_dtype, rows, cols);
+        return FLASHCL_SUCCESS;
+    }
+    memset(p, 0, sizeof *p);
+    return fc_choose_legacy(ctx, desc, p);
+}

@@ -1,0 +1,45 @@
+/* The choice of a softmax variant and its launch geometry (softmax_plan.c), for the launcher in
+ * softmax.c. */
+#ifndef FLASHCL_OPENCL_SOFTMAX_PLAN_H
+#define FLASHCL_OPENCL_SOFTMAX_PLAN_H
+
+#include "cl_internal.h"
+
+typedef enum fc_plan_kind {
+    FC_PLAN_RIR,     /* softmax_rows_in_registers: raw 16-byte chunks in registers */
+    FC_PLAN_HELD,    /* softmax_rows_held8/16: the row in registers as floats */
+    FC_PLAN_CHUNKED, /* softmax_online_chunked */
+    FC_PLAN_SPLIT,   /* softmax_split_row_partials + softmax_split_row_normalize */
+    FC_PLAN_COOP,    /* softmax_split_row_cooperative */
+    FC_PLAN_ORDERED  /* softmax_split_row_ordered */
+} fc_plan_kind;
+
+typedef struct fc_plan {
+    fc_plan_kind kind;
+    size_t wg;              /* work-group size */
+    size_t groups;          /* online chunked: grid size (work-groups loop over rows) */
+    unsigned team;          /* rows in registers / held: work-items per row */
+    unsigned elems;         /* rows held: elements per work-item (8 or 16) */
+    cl_ulong slice_len;     /* split rows: elements per slice (a multiple of a chunk per item) */
+    unsigned slices;        /* split rows: slices per row */
+    cl_ulong lag;           /* ordered: partial items between a slice's two items (>= slices) */
+    int reverse;            /* ordered: normalise a row's slices from the last one back */
+} fc_plan;
+
+static inline size_t fc_dtype_bytes(flashcl_dtype dt)
+{
+    return dt == FLASHCL_F32 ? 4 : 2;
+}
+
+/* Elements of the 16-byte chunks kernels move (FC_CHUNK in cl/dtype.h). */
+static inline size_t fc_chunk_elems(flashcl_dtype dt)
+{
+    return 16 / fc_dtype_bytes(dt);
+}
+
+/* Fills *p for one validated request; FLASHCL_UNSUPPORTED when a forced variant cannot run the
+ * shape (with the message set). */
+flashcl_status fc_softmax_choose_plan(const fc_cl_context *ctx, const fc_softmax_desc *desc,
+                                      fc_plan *p);
+
+#endif
