@@ -16,7 +16,8 @@
  *      write P (key-major, so that step 4 reads RT probabilities of a key as float4s) and the
  *      row's rescale factor, and keep a share of the row sum.
  *   4. P·V: key group kg of VL lanes owns VD4 float4 columns of O for all RT rows; it reads V
- *      rows straight from global memory (fetched as the block's K was committed) and P by
+ *      rows straight from global memory (fetched with the first K, later right after the
+ *      previous block's P·V, so a one-block split has Q, K and V in flight at once) and P by
  *      broadcast, RT·4 FMAs per float4 of V. The groups' accumulators are added once at the end.
  * Every work-item carries the same running max per row (step 3 publishes the rescale factor), so
  * the key groups' accumulators stay comparable and merge by plain addition.
@@ -166,6 +167,41 @@ FC_INLINE void fc_attn_decode_keys(
         FC_ATTN_UNROLL for (int sd = 0; sd < VD4; sd++)
             acc[r][sd] = (float4)(0.0f);
 
+    const ulong k_head = fc_attn_row(ks, b, 0, kvh), v_head = fc_attn_row(vs, b, 0, kvh);
+    uint4 kst[FC_ATTN_KSL_MAX]; /* K of the next block, raw */
+    /* V of this block, raw, in step 4's layout: four f32 words or four 16-bit halves in two
+     * words (separate arrays, so that 16-bit V takes two registers a slot, not four) */
+    uint4 vst[FC_ATTN_KVSL_MAX];
+    uint2 vst16[FC_ATTN_KVSL_MAX];
+#define FC_ATTN_FETCH_K(J0)                                                                    \
+    FC_ATTN_UNROLL for (int n = 0; n < KSL; n++) {                                             \
+        const int e = lid + n * WG, j = (J0) + e / DPV, d = EPV * (e % DPV);                   \
+        kst[n] = e < BK * DPV && j < ke && d < D                                               \
+                     ? fc_attn_load16_raw(DT, k, k_head + (ulong)((long)j * ks.y) + d, D - d,  \
+                                          aligned & 32)                                        \
+                     : (uint4)(0u);                                                            \
+    }
+#define FC_ATTN_FETCH_V(J0)                                                                    \
+    FC_ATTN_UNROLL for (int n = 0; n < KPG; n++) {                                             \
+        const int j = (J0) + kg + KG * n;                                                      \
+        FC_ATTN_UNROLL for (int sd = 0; sd < VD4; sd++) {                                      \
+            const int d = 4 * (sd * VL + vl);                                                  \
+            const uint4 raw = j < ke && d < D                                                  \
+                                  ? fc_attn_load4_raw(DT, v, v_head + (ulong)((long)j * vs.y) \
+                                                                 + d, D - d, aligned & 4)      \
+                                  : (uint4)(0u);                                               \
+            if (DT == FC_ATTN_F32)                                                             \
+                vst[n * VD4 + sd] = raw;                                                       \
+            else                                                                               \
+                vst16[n * VD4 + sd] = raw.xy;                                                  \
+        }                                                                                      \
+    }
+    long j0l = j_begin / BK * BK;
+    if (j0l <= j_stop) { /* the first block's K and V, in flight while Q arrives */
+        FC_ATTN_FETCH_K(j0l)
+        FC_ATTN_FETCH_V(j0l)
+    }
+
     /* Q of the tile, once, as f32 (published by the first block's barrier). */
     FC_ATTN_UNROLL for (int n = 0; n < (RT * DP4 + WG - 1) / WG; n++) {
         const int e = lid + n * WG, r = e / DP4, d = 4 * (e % DP4), row = r0 + r;
@@ -178,21 +214,6 @@ FC_INLINE void fc_attn_decode_keys(
         }
     }
 
-    const ulong k_head = fc_attn_row(ks, b, 0, kvh), v_head = fc_attn_row(vs, b, 0, kvh);
-    uint4 kst[FC_ATTN_KSL_MAX]; /* K of the next block, raw */
-    uint4 vst[FC_ATTN_KVSL_MAX]; /* V of this block, raw, in step 4's layout */
-#define FC_ATTN_FETCH_K(J0)                                                                    \
-    FC_ATTN_UNROLL for (int n = 0; n < KSL; n++) {                                             \
-        const int e = lid + n * WG, j = (J0) + e / DPV, d = EPV * (e % DPV);                   \
-        kst[n] = e < BK * DPV && j < ke && d < D                                               \
-                     ? fc_attn_load16_raw(DT, k, k_head + (ulong)((long)j * ks.y) + d, D - d,  \
-                                          aligned & 32)                                        \
-                     : (uint4)(0u);                                                            \
-    }
-    long j0l = j_begin / BK * BK;
-    if (j0l <= j_stop) {
-        FC_ATTN_FETCH_K(j0l)
-    }
     for (; j0l <= j_stop; j0l += BK) {
         const int j0 = (int)j0l;
         /* 1. commit K (its readers passed the previous block's step-3 barrier) */
@@ -208,17 +229,7 @@ FC_INLINE void fc_attn_decode_keys(
                 }
             }
         }
-        /* this block's V and the next block's K: in flight during steps 2-4 */
-        FC_ATTN_UNROLL for (int n = 0; n < KPG; n++) {
-            const int j = j0 + kg + KG * n;
-            FC_ATTN_UNROLL for (int sd = 0; sd < VD4; sd++) {
-                const int d = 4 * (sd * VL + vl);
-                vst[n * VD4 + sd] =
-                    j < ke && d < D ? fc_attn_load4_raw(DT, v, v_head + (ulong)((long)j * vs.y) + d,
-                                                        D - d, aligned & 4)
-                                    : (uint4)(0u);
-            }
-        }
+        /* the next block's K: in flight during steps 2-4 */
         if (j0l + BK <= j_stop) {
             FC_ATTN_FETCH_K(j0l + BK)
         }
@@ -290,7 +301,7 @@ FC_INLINE void fc_attn_decode_keys(
             float4 vf[2];
             FC_ATTN_UNROLL for (int sd = 0; sd < VD4; sd++)
                 vf[sd] = DT == FC_ATTN_F32 ? as_float4(vst[n * VD4 + sd])
-                                           : fc_attn_pair2_to_float4(DT, vst[n * VD4 + sd].xy);
+                                           : fc_attn_pair2_to_float4(DT, vst16[n * VD4 + sd]);
             FC_ATTN_UNROLL for (int r4 = 0; r4 < RT / 4; r4++) {
                 const float4 p4 = ((__local float4 *)Pl)[key * (RT / 4) + r4];
                 FC_ATTN_UNROLL for (int e = 0; e < 4; e++) {
@@ -303,8 +314,13 @@ FC_INLINE void fc_attn_decode_keys(
                 }
             }
         }
+        /* the next block's V, once this block's is consumed */
+        if (j0l + BK <= j_stop) {
+            FC_ATTN_FETCH_V(j0l + BK)
+        }
     }
 #undef FC_ATTN_FETCH_K
+#undef FC_ATTN_FETCH_V
 
     /* ---- add the key groups' accumulators and the row sums, normalise once, store ---- */
     barrier(CLK_LOCAL_MEM_FENCE); /* K block, P and red are free */

@@ -61,16 +61,22 @@ __kernel __attribute__((reqd_work_group_size(FC_ATTN_SPLIT_WG, 1, 1))) void fc_a
     while (cols < d4n)
         cols <<= 1;
     const int groups = FC_ATTN_SPLIT_WG / cols, c4 = lid % cols, grp = lid / cols;
-    float4 a = (float4)(0.0f);
+    /* four independent sums, so that four splits' loads are in flight at once */
+    float4 a4[4] = {(float4)(0.0f), (float4)(0.0f), (float4)(0.0f), (float4)(0.0f)};
     if (c4 < d4n)
-        for (int s = grp; s < nsplit; s += groups) {
-            const long base = at.z + (long)s * at.x + (long)row * D + 4 * c4;
-            a += w[s] * (4 * c4 + 4 <= D ? vload4(0, part_o + base)
+        for (int s0 = grp; s0 < nsplit; s0 += 4 * groups)
+            for (int u = 0; u < 4; u++) {
+                const int s = s0 + u * groups;
+                const long base = at.z + (long)s * at.x + (long)row * D + 4 * c4;
+                if (s < nsplit)
+                    a4[u] += w[s] * (4 * c4 + 4 <= D
+                                         ? vload4(0, part_o + base)
                                          : (float4)(part_o[base],
                                                     4 * c4 + 1 < D ? part_o[base + 1] : 0.0f,
                                                     4 * c4 + 2 < D ? part_o[base + 2] : 0.0f,
                                                     0.0f));
-        }
+            }
+    float4 a = (a4[0] + a4[1]) + (a4[2] + a4[3]);
     part[lid] = a;
     barrier(CLK_LOCAL_MEM_FENCE);
     if (grp == 0 && c4 < d4n) {
