@@ -1,9 +1,10 @@
 /* One small case of every attention kernel — prefill (f32 and f16, plain and causal with a
  * window), key-parallel decode (bf16, f16, f32) and the tiled decode kernel
- * (FLASHCL_ATTENTION_DECODE_LEGACY) with split-KV and the split merge, and flashcl_attention_merge with a
- * chained launch — checked against host_ref, small enough to run under the Oclgrind simulator
- * (out-of-bounds accesses, data races, uninitialised reads) in about a minute. CTest runs it
- * natively and, when oclgrind is installed, as test_attention_oclgrind_sim. */
+ * (FLASHCL_ATTENTION_DECODE_LEGACY) with split-KV and the split merge, and
+ * flashcl_attention_merge with a chained launch — checked against host_ref, small enough to run
+ * under the Oclgrind simulator (out-of-bounds accesses, data races, uninitialised reads) in
+ * about a minute. CTest runs it natively and, when oclgrind is installed, as
+ * test_attention_oclgrind_sim (and _sim_wide, with wider decode work-groups). */
 #include "attention_check.h"
 
 #include <math.h>
