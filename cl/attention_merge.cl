@@ -11,6 +11,7 @@
 #ifndef FC_ATTN_SPLIT_WG
 #define FC_ATTN_SPLIT_WG 256
 #endif
+#define FC_ATTN_MERGE_ILP 8 /* a power of two */
 __kernel __attribute__((reqd_work_group_size(FC_ATTN_SPLIT_WG, 1, 1))) void fc_attn_split_merge(
     __global const float *part_o, __global const float *part_lse, long4 at, int4 dims,
     __global uchar *o, long4 os, __global float *lse, long4 ls, int2 out)
@@ -61,22 +62,28 @@ __kernel __attribute__((reqd_work_group_size(FC_ATTN_SPLIT_WG, 1, 1))) void fc_a
     while (cols < d4n)
         cols <<= 1;
     const int groups = FC_ATTN_SPLIT_WG / cols, c4 = lid % cols, grp = lid / cols;
-    /* four independent sums, so that four splits' loads are in flight at once */
-    float4 a4[4] = {(float4)(0.0f), (float4)(0.0f), (float4)(0.0f), (float4)(0.0f)};
+    /* FC_ATTN_MERGE_ILP independent sums, so that as many splits' loads are in flight at once
+     * (the loop waits for its loads once per round, not once per split) */
+    float4 as[FC_ATTN_MERGE_ILP];
+    FC_ATTN_UNROLL for (int u = 0; u < FC_ATTN_MERGE_ILP; u++)
+        as[u] = (float4)(0.0f);
     if (c4 < d4n)
-        for (int s0 = grp; s0 < nsplit; s0 += 4 * groups)
-            for (int u = 0; u < 4; u++) {
+        for (int s0 = grp; s0 < nsplit; s0 += FC_ATTN_MERGE_ILP * groups)
+            FC_ATTN_UNROLL for (int u = 0; u < FC_ATTN_MERGE_ILP; u++) {
                 const int s = s0 + u * groups;
                 const long base = at.z + (long)s * at.x + (long)row * D + 4 * c4;
                 if (s < nsplit)
-                    a4[u] += w[s] * (4 * c4 + 4 <= D
+                    as[u] += w[s] * (4 * c4 + 4 <= D
                                          ? vload4(0, part_o + base)
                                          : (float4)(part_o[base],
                                                     4 * c4 + 1 < D ? part_o[base + 1] : 0.0f,
                                                     4 * c4 + 2 < D ? part_o[base + 2] : 0.0f,
                                                     0.0f));
             }
-    float4 a = (a4[0] + a4[1]) + (a4[2] + a4[3]);
+    FC_ATTN_UNROLL for (int n = FC_ATTN_MERGE_ILP / 2; n > 0; n >>= 1) /* pairwise, fixed order */
+        FC_ATTN_UNROLL for (int u = 0; u < n; u++)
+            as[u] += as[u + n];
+    float4 a = as[0];
     part[lid] = a;
     barrier(CLK_LOCAL_MEM_FENCE);
     if (grp == 0 && c4 < d4n) {
