@@ -19,8 +19,8 @@
  *      rows straight from global memory (fetched with the first K, later right after the
  *      previous block's P·V, so a one-block split has Q, K and V in flight at once) and P by
  *      broadcast, RT·4 FMAs per float4 of V. The groups' accumulators are added once at the end.
- * Every work-item carries the same running max per row (step 3 publishes the rescale factor), so
- * the key groups' accumulators stay comparable and merge by plain addition.
+ * All key groups rescale by the same per-row factor (step 3 publishes it), so their accumulators
+ * stay relative to one running max and merge by plain addition.
  *
  * Geometry: (WG, RT, KB) per padded head-dim class: WG work-items, RT query rows per work-group
  * (a multiple of 4), KB keys per block for 16-bit storage; f32 blocks hold KB / 2 keys, so that a
