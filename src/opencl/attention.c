@@ -1,18 +1,18 @@
-/* Host side of cl/attention.cl: the tile geometry per device (build options), kernel creation,
- * and the choice and launch of the forward variant (prefill tiles or small decode tiles, with or
- * without split-KV) and of the merges. Descriptors arrive validated (src/api_attention.c). */
+/* Host side of the attention program (cl/attention*.cl): the tile geometry per device (build
+ * options), kernel creation, and the choice and launch of the forward variant (prefill tiles,
+ * key-parallel decode or the tiled decode kernel, with or without split-KV) and of the split
+ * merge. attention_decode.c owns the key-parallel kernels, attention_merge.c the merge API.
+ * Descriptors arrive validated (src/api_attention.c). */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cl_internal.h"
+#include "attention_internal.h"
 #include "../error.h"
 
 typedef struct fc_attention_tile fc_attn_tile;
 
-#define FC_ATTN_PREFILL 0
-#define FC_ATTN_DECODE 1
 #define FC_ATTN_MERGE_WG 64     /* at most: flashcl_attention_merge's work-group */
 #define FC_ATTN_SPLIT_WG 256    /* at most: the split-KV merge's work-group */
 #define FC_ATTN_MAX_SPLITS 256  /* the split merge keeps one weight per split in local memory */
@@ -49,7 +49,7 @@ static size_t floor_pow2(size_t x)
 }
 
 /* Work-group sizes of the two merge kernels on this device (powers of two). */
-static size_t merge_wg(const fc_cl_device *dev)
+size_t fc_attn_merge_wg(const fc_cl_device *dev)
 {
     size_t m = floor_pow2(dev->max_work_group_size ? dev->max_work_group_size : 1);
     return m < FC_ATTN_MERGE_WG ? m : FC_ATTN_MERGE_WG;
@@ -69,7 +69,7 @@ static int is_pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
 /* CPUs get generic kernels (dtype and head dim at run time, no unrolling): PoCL compiles each
  * kernel with work-group loops around every barrier, and 18 unrolled variants would take
  * minutes. Their geometry is the 256 class's, used for every head dim. */
-static int generic_kernels(const fc_cl_device *dev) { return !dev->is_gpu; }
+int fc_attn_generic_kernels(const fc_cl_device *dev) { return !dev->is_gpu; }
 
 /* Local memory of one work-group, as FC_ATTN_SMEM4 in the kernel computes it. qres: Q has a
  * region of its own (one chunk spans the head dim); shuffle: row reductions need no scratch. */
@@ -131,15 +131,15 @@ static void fc_attn_plan(const fc_cl_device *dev,
     size_t local = dev->local_mem_bytes, max_wg = dev->max_work_group_size;
     memcpy(tiles, dev->is_gpu ? fc_attn_gpu : fc_attn_cpu, sizeof fc_attn_gpu);
     tile_override(tiles);
-    if (generic_kernels(dev))
+    if (fc_attn_generic_kernels(dev))
         for (f = 0; f < FC_ATTN_FAMILIES; f++)
             tiles[f][0] = tiles[f][1] = tiles[f][2];
     for (f = 0; f < FC_ATTN_FAMILIES; f++)
         for (c = 0; c < FC_ATTN_DIM_CLASSES; c++) {
             fc_attn_tile *t = &tiles[f][c];
-            int dp = generic_kernels(dev) ? 256 : fc_attn_class_dim[c];
+            int dp = fc_attn_generic_kernels(dev) ? 256 : fc_attn_class_dim[c];
             while (t->columns > 0 &&
-                   tile_local_bytes(t, dp, !generic_kernels(dev) && t->dim_chunk >= dp,
+                   tile_local_bytes(t, dp, !fc_attn_generic_kernels(dev) && t->dim_chunk >= dp,
                                     warp > 0) > local) {
                 if (t->rows_per_item > 1) t->rows_per_item /= 2;
                 else if (t->dim_chunk > 32) t->dim_chunk /= 2;
@@ -164,8 +164,8 @@ void fc_cl_attention_options(const fc_cl_device *dev, char *out, size_t out_size
                             "-D%s%s -DFC_ATTN_MERGE_WG=%zu -DFC_ATTN_SPLIT_WG=%zu "
                             "-DFC_ATTN_MAX_SPLITS=%d",
                             dev->subgroups == FC_SG_NV_PTX ? "FC_SG_NV_PTX" : "FC_SG_NONE",
-                            generic_kernels(dev) ? " -DFC_ATTN_GENERIC" : "", merge_wg(dev),
-                            split_merge_wg(dev), FC_ATTN_MAX_SPLITS);
+                            fc_attn_generic_kernels(dev) ? " -DFC_ATTN_GENERIC" : "",
+                            fc_attn_merge_wg(dev), split_merge_wg(dev), FC_ATTN_MAX_SPLITS);
     /* Oclgrind's uninitialised-value checker cannot simulate the `freeze` instructions that
      * LLVM's optimiser adds around integer div/rem pairs; unoptimised code means the same. */
     if (strstr(dev->info.name, "Oclgrind") && used < out_size)
@@ -179,12 +179,13 @@ void fc_cl_attention_options(const fc_cl_device *dev, char *out, size_t out_size
                                      t->columns, t->row_groups, t->rows_per_item,
                                      t->keys_per_item, t->dim_chunk, t->v_chunk);
         }
+    fc_attn_keys_options(dev, out, out_size, used);
 }
 
 /* ---- kernels ------------------------------------------------------------------------------ */
 
-static flashcl_status create_kernel(fc_cl_context *ctx, const char *name, cl_kernel *out,
-                                    size_t *max_wg)
+flashcl_status fc_attn_create_kernel(fc_cl_context *ctx, const char *name, cl_kernel *out,
+                                     size_t *max_wg)
 {
     cl_int err;
     char what[128];
@@ -216,12 +217,12 @@ flashcl_status fc_cl_attention_create_kernels(fc_cl_context *ctx)
             if (ak->tile[f][c].columns == 0) continue;
             for (dt = 0; dt < FC_DTYPE_COUNT; dt++) {
                 char name[64];
-                if (generic_kernels(&ctx->dev)) /* one kernel object per slot, same function */
+                if (fc_attn_generic_kernels(&ctx->dev)) /* one object per slot, same function */
                     snprintf(name, sizeof name, "fc_attn_%s_any", fc_attn_family_name[f]);
                 else
                     snprintf(name, sizeof name, "fc_attn_%s_d%d_%s", fc_attn_family_name[f],
                              fc_attn_class_dim[c], fc_attn_dtype_name[dt]);
-                st = create_kernel(ctx, name, &ak->forward[f][c][dt], &max_wg);
+                st = fc_attn_create_kernel(ctx, name, &ak->forward[f][c][dt], &max_wg);
                 if (st != FLASHCL_SUCCESS) return st;
                 /* Too many registers for the group size: the class cannot run here. */
                 if (max_wg < (size_t)tile_wg(&ak->tile[f][c])) {
@@ -232,19 +233,19 @@ flashcl_status fc_cl_attention_create_kernels(fc_cl_context *ctx)
         }
     /* A merge kernel that cannot run its work-group is dropped: without the split merge,
      * forward runs unsplit; without the other, flashcl_attention_merge is unsupported. */
-    st = create_kernel(ctx, "fc_attn_split_merge", &ak->split_merge, &max_wg);
+    st = fc_attn_create_kernel(ctx, "fc_attn_split_merge", &ak->split_merge, &max_wg);
     if (st != FLASHCL_SUCCESS) return st;
     if (max_wg < split_merge_wg(&ctx->dev)) {
         clReleaseKernel(ak->split_merge);
         ak->split_merge = NULL;
     }
-    st = create_kernel(ctx, "fc_attn_merge", &ak->merge, &max_wg);
+    st = fc_attn_create_kernel(ctx, "fc_attn_merge", &ak->merge, &max_wg);
     if (st != FLASHCL_SUCCESS) return st;
-    if (max_wg < merge_wg(&ctx->dev)) {
+    if (max_wg < fc_attn_merge_wg(&ctx->dev)) {
         clReleaseKernel(ak->merge);
         ak->merge = NULL;
     }
-    return FLASHCL_SUCCESS;
+    return fc_attn_keys_create_kernels(ctx);
 }
 
 void fc_cl_attention_release_kernels(fc_cl_context *ctx)
@@ -257,54 +258,52 @@ void fc_cl_attention_release_kernels(fc_cl_context *ctx)
                 if (ak->forward[f][c][dt]) clReleaseKernel(ak->forward[f][c][dt]);
     if (ak->split_merge) clReleaseKernel(ak->split_merge);
     if (ak->merge) clReleaseKernel(ak->merge);
+    fc_attn_keys_release_kernels(ctx);
     memset(ak, 0, sizeof *ak);
 }
 
 /* ---- launching ---------------------------------------------------------------------------- */
 
-/* Sets kernel arguments in order, remembering the first failure. */
-typedef struct fc_args {
-    cl_kernel kernel;
-    cl_uint next;
-    cl_int err;
-    const char *name;
-} fc_args;
-
-static void arg(fc_args *a, size_t size, const void *value)
+void fc_attn_arg(fc_args *a, size_t size, const void *value)
 {
     cl_int err = clSetKernelArg(a->kernel, a->next++, size, value);
     if (a->err == CL_SUCCESS) a->err = err;
 }
-static void arg_mem(fc_args *a, void *mem) { arg(a, sizeof(cl_mem), mem ? (cl_mem *)&mem : NULL); }
+void fc_attn_arg_mem(fc_args *a, void *mem)
+{
+    fc_attn_arg(a, sizeof(cl_mem), mem ? (cl_mem *)&mem : NULL);
+}
 
-static cl_long4 long4_of(int64_t x, int64_t y, int64_t z, int64_t w)
+cl_long4 fc_attn_long4(int64_t x, int64_t y, int64_t z, int64_t w)
 {
     cl_long4 v;
     v.s[0] = x, v.s[1] = y, v.s[2] = z, v.s[3] = w;
     return v;
 }
-static cl_int4 int4_of(int64_t x, int64_t y, int64_t z, int64_t w)
+cl_int4 fc_attn_int4(int64_t x, int64_t y, int64_t z, int64_t w)
 {
     cl_int4 v;
     v.s[0] = (cl_int)x, v.s[1] = (cl_int)y, v.s[2] = (cl_int)z, v.s[3] = (cl_int)w;
     return v;
 }
 
-static size_t dtype_bytes(flashcl_dtype dt) { return dt == FLASHCL_F32 ? 4 : 2; }
+size_t fc_attn_dtype_bytes(flashcl_dtype dt) { return dt == FLASHCL_F32 ? 4 : 2; }
 
-/* Whether every row of a view starts 4-element aligned, so that the kernels' vector accesses
- * (16 bytes for f32, 8 for f16/bf16) may be used: buffers are base-aligned by OpenCL. */
+/* Whether every row of a view starts on a multiple of `elems` elements, so that the kernels'
+ * vector accesses may be used: 4 elements (16 bytes for f32, 8 for f16/bf16) or 16 bytes (the
+ * decode kernel's K loads). Buffers are base-aligned by OpenCL. */
 static int rows_aligned(const fc_cl_context *ctx, size_t offset, flashcl_dtype dt,
-                        const int64_t *strides, int n)
+                        const int64_t *strides, int n, int64_t elems)
 {
     int i;
-    if (ctx->dev.mem_base_align_bytes < 16 || offset % (4 * dtype_bytes(dt))) return 0;
+    if (ctx->dev.mem_base_align_bytes < 16 || offset % ((size_t)elems * fc_attn_dtype_bytes(dt)))
+        return 0;
     for (i = 0; i < n; i++)
-        if (strides[i] % 4) return 0;
+        if (strides[i] % elems) return 0;
     return 1;
 }
 
-static flashcl_status enqueue(fc_cl_context *ctx, fc_args *a, size_t groups, size_t wg)
+flashcl_status fc_attn_enqueue(fc_cl_context *ctx, fc_args *a, size_t groups, size_t wg)
 {
     char what[128];
     size_t global = groups * wg;
@@ -323,7 +322,7 @@ static flashcl_status enqueue(fc_cl_context *ctx, fc_args *a, size_t groups, siz
 
 /* Makes ctx->attention_scratch hold `bytes` (caller holds launch_lock). Work already enqueued
  * on the old buffer keeps it alive until it finishes (OpenCL reference counting). */
-static flashcl_status scratch_reserve(fc_cl_context *ctx, size_t bytes)
+flashcl_status fc_attn_scratch_reserve(fc_cl_context *ctx, size_t bytes)
 {
     cl_int err;
     if (ctx->attention_scratch && ctx->attention_scratch_bytes >= bytes) return FLASHCL_SUCCESS;
@@ -352,22 +351,24 @@ static long env_long(const char *name, long fallback)
 /* The launch plan of one forward call. */
 typedef struct fc_attn_launch {
     int family, dim_class, ntiles, nsplit, keys_per_split;
-    const fc_attn_tile *tile;
+    size_t wg;
     cl_kernel kernel;
 } fc_attn_launch;
 
 /* Chooses the family (decode tiles when the rows of a kv head fit in four small tiles: their
- * extra passes over the keys hit the cache, while a prefill tile would compute its empty rows), the
- * number of key splits (when the tiles alone would leave the device idle and keys are many),
- * and checks that the shape fits the kernels' 32-bit row and key indices. */
+ * extra passes over the keys hit the cache, while a prefill tile would compute its empty rows)
+ * and, for decode, the key-parallel kernel (unless FLASHCL_ATTENTION_DECODE_LEGACY=1 asks for
+ * the tiled one); the number of key splits (when the tiles alone would leave the device idle
+ * and keys are many); and checks that the shape fits the kernels' 32-bit row and key indices. */
 static flashcl_status plan_forward(fc_cl_context *ctx, const fc_attention_desc *d,
                                    fc_attn_launch *p)
 {
     const fc_attention_kernels *ak = &ctx->attention;
     int64_t group = d->heads_q / d->heads_kv, rows = group * d->seqlen_q, base, bn;
-    int64_t max_split, target, nsplit, kps;
+    int64_t max_split, target, nsplit, kps, tile_r, min_blocks = 2, per_cu;
     const char *force = getenv("FLASHCL_ATTENTION_FAMILY");
-    cl_kernel pk, dk;
+    cl_kernel pk, dk, kk;
+    const fc_attn_tile *tile;
 
     memset(p, 0, sizeof *p);
     p->dim_class = d->head_dim <= 64 ? 0 : d->head_dim <= 128 ? 1 : 2;
@@ -389,16 +390,31 @@ static flashcl_status plan_forward(fc_cl_context *ctx, const fc_attention_desc *
                     ? FC_ATTN_DECODE : FC_ATTN_PREFILL;
     if (force && !strcmp(force, "prefill") && pk) p->family = FC_ATTN_PREFILL;
     if (force && !strcmp(force, "decode") && dk) p->family = FC_ATTN_DECODE;
-    p->tile = &ak->tile[p->family][p->dim_class];
+    tile = &ak->tile[p->family][p->dim_class];
     p->kernel = ak->forward[p->family][p->dim_class][d->dtype];
-    p->ntiles = (int)((rows + tile_rows(p->tile) - 1) / tile_rows(p->tile));
+    p->wg = (size_t)tile_wg(tile);
+    tile_r = tile_rows(tile);
+    bn = tile_keys(tile);
+    per_cu = p->family == FC_ATTN_DECODE ? 8 : 2;
+    kk = ak->decode_keys[p->dim_class][d->dtype];
+    if (p->family == FC_ATTN_DECODE && kk && !fc_attn_decode_legacy()) {
+        /* A split of one block already streams its K and V at once. Eight groups per compute
+         * unit, as for the tiled kernel (about three resident by registers and local memory),
+         * keep the last wave short. */
+        const fc_attn_keys_tile *kt = &ak->keys_tile[p->dim_class];
+        p->kernel = kk;
+        p->wg = (size_t)kt->work_group;
+        tile_r = kt->rows;
+        bn = fc_attn_keys_block(kt, d->dtype);
+        min_blocks = 1;
+    }
+    p->ntiles = (int)((rows + tile_r - 1) / tile_r);
 
-    /* Split-KV: enough work-groups for a few per compute unit, each split at least two key
-     * tiles long, the partials within the scratch cap. */
-    bn = tile_keys(p->tile);
+    /* Split-KV: enough work-groups for a few per compute unit, each split at least min_blocks
+     * key tiles long, the partials within the scratch cap. */
     base = d->batch * d->heads_kv * p->ntiles;
-    target = (int64_t)ctx->dev.compute_units * (p->family == FC_ATTN_DECODE ? 8 : 2);
-    max_split = (d->seqlen_k + 2 * bn - 1) / (2 * bn);
+    target = (int64_t)ctx->dev.compute_units * per_cu;
+    max_split = (d->seqlen_k + min_blocks * bn - 1) / (min_blocks * bn);
     nsplit = base * 2 <= target ? (target + base - 1) / base : 1;
     nsplit = env_long("FLASHCL_ATTENTION_SPLITS", nsplit);
     if (!ak->split_merge) nsplit = 1;
@@ -420,7 +436,7 @@ flashcl_status fc_cl_attention_forward(void *opaque, const fc_attention_desc *d)
     fc_cl_context *ctx = opaque;
     fc_attn_launch p;
     fc_args a;
-    const size_t es = dtype_bytes(d->dtype);
+    const size_t es = fc_attn_dtype_bytes(d->dtype);
     const int64_t rows_all = d->batch * d->heads_q * d->seqlen_q, D = d->head_dim;
     const int wr = d->causal ? 0 : d->window_right; /* causal = no key right of the diagonal */
     int split, aligned, in_dtype = (int)d->dtype;
@@ -433,29 +449,32 @@ flashcl_status fc_cl_attention_forward(void *opaque, const fc_attention_desc *d)
     if (st != FLASHCL_SUCCESS) return st;
     split = p.nsplit > 1;
 
-    qs = long4_of(d->q_strides[0], d->q_strides[1], d->q_strides[2], (int64_t)(d->q_offset / es));
-    ks = long4_of(d->k_strides[0], d->k_strides[1], d->k_strides[2], (int64_t)(d->k_offset / es));
-    vs = long4_of(d->v_strides[0], d->v_strides[1], d->v_strides[2], (int64_t)(d->v_offset / es));
-    aligned = rows_aligned(ctx, d->q_offset, d->dtype, d->q_strides, 3) |
-              rows_aligned(ctx, d->k_offset, d->dtype, d->k_strides, 3) << 1 |
-              rows_aligned(ctx, d->v_offset, d->dtype, d->v_strides, 3) << 2;
+    qs = fc_attn_long4(d->q_strides[0], d->q_strides[1], d->q_strides[2], (int64_t)(d->q_offset / es));
+    ks = fc_attn_long4(d->k_strides[0], d->k_strides[1], d->k_strides[2], (int64_t)(d->k_offset / es));
+    vs = fc_attn_long4(d->v_strides[0], d->v_strides[1], d->v_strides[2], (int64_t)(d->v_offset / es));
+    /* bits 0-2: q, k, v rows 4-element aligned (3: o, below); bit 5: k rows 16-byte aligned */
+    aligned = rows_aligned(ctx, d->q_offset, d->dtype, d->q_strides, 3, 4) |
+              rows_aligned(ctx, d->k_offset, d->dtype, d->k_strides, 3, 4) << 1 |
+              rows_aligned(ctx, d->v_offset, d->dtype, d->v_strides, 3, 4) << 2 |
+              rows_aligned(ctx, d->k_offset, d->dtype, d->k_strides, 3,
+                           (int64_t)(16 / es)) << 5;
     if (split) {
         /* partials: o [split][B][Hq][Sq][D] then lse [split][B][Hq][Sq], f32 */
-        os = long4_of(d->heads_q * d->seqlen_q * D, D, d->seqlen_q * D, 0);
-        ls = long4_of(d->heads_q * d->seqlen_q, d->seqlen_q, 1, p.nsplit * rows_all * D);
+        os = fc_attn_long4(d->heads_q * d->seqlen_q * D, D, d->seqlen_q * D, 0);
+        ls = fc_attn_long4(d->heads_q * d->seqlen_q, d->seqlen_q, 1, p.nsplit * rows_all * D);
         split_stride.s[0] = rows_all * D, split_stride.s[1] = rows_all;
         aligned |= (D % 4 == 0) << 3;
     } else {
-        os = long4_of(d->o_strides[0], d->o_strides[1], d->o_strides[2],
+        os = fc_attn_long4(d->o_strides[0], d->o_strides[1], d->o_strides[2],
                       (int64_t)(d->o_offset / es));
-        ls = long4_of(d->lse_strides[0], d->lse_strides[1], d->lse_strides[2],
+        ls = fc_attn_long4(d->lse_strides[0], d->lse_strides[1], d->lse_strides[2],
                       (int64_t)(d->lse_offset / 4));
         split_stride.s[0] = split_stride.s[1] = 0;
-        aligned |= rows_aligned(ctx, d->o_offset, d->dtype, d->o_strides, 3) << 3;
+        aligned |= rows_aligned(ctx, d->o_offset, d->dtype, d->o_strides, 3, 4) << 3;
     }
-    dims = int4_of(d->seqlen_q, d->seqlen_k, D, d->heads_q / d->heads_kv);
-    grid = int4_of(p.ntiles, d->batch * d->heads_kv, d->heads_kv, p.keys_per_split);
-    mask = int4_of(d->window_left, wr, split ? FLASHCL_F32 : d->dtype, split || d->lse_mem);
+    dims = fc_attn_int4(d->seqlen_q, d->seqlen_k, D, d->heads_q / d->heads_kv);
+    grid = fc_attn_int4(p.ntiles, d->batch * d->heads_kv, d->heads_kv, p.keys_per_split);
+    mask = fc_attn_int4(d->window_left, wr, split ? FLASHCL_F32 : d->dtype, split || d->lse_mem);
     if (d->softcap > 0.0f) { /* softcap·tanh(scale·s / softcap), in log2 units */
         score.s[0] = d->scale / d->softcap;
         score.s[1] = (float)(d->softcap * FC_ATTN_LOG2E);
@@ -467,7 +486,7 @@ flashcl_status fc_cl_attention_forward(void *opaque, const fc_attention_desc *d)
     mtx_lock(&ctx->launch_lock);
     if (split) {
         size_t bytes = (size_t)p.nsplit * (size_t)rows_all * (size_t)(D + 1) * 4;
-        st = scratch_reserve(ctx, bytes);
+        st = fc_attn_scratch_reserve(ctx, bytes);
         if (st != FLASHCL_SUCCESS) goto done;
     }
     o_mem = split ? (void *)ctx->attention_scratch : d->o_mem;
@@ -475,133 +494,36 @@ flashcl_status fc_cl_attention_forward(void *opaque, const fc_attention_desc *d)
     memset(&a, 0, sizeof a);
     a.kernel = p.kernel;
     a.name = "fc_attn_forward";
-    arg_mem(&a, d->q_mem), arg_mem(&a, d->k_mem), arg_mem(&a, d->v_mem);
-    arg_mem(&a, o_mem), arg_mem(&a, lse_mem);
-    arg(&a, sizeof qs, &qs), arg(&a, sizeof ks, &ks), arg(&a, sizeof vs, &vs);
-    arg(&a, sizeof os, &os), arg(&a, sizeof ls, &ls);
-    arg(&a, sizeof dims, &dims), arg(&a, sizeof grid, &grid), arg(&a, sizeof mask, &mask);
-    arg(&a, sizeof score, &score), arg(&a, sizeof split_stride, &split_stride);
-    arg(&a, sizeof aligned, &aligned), arg(&a, sizeof in_dtype, &in_dtype);
-    st = enqueue(ctx, &a, (size_t)p.ntiles * (size_t)(d->batch * d->heads_kv) * (size_t)p.nsplit,
-                 (size_t)tile_wg(p.tile));
+    fc_attn_arg_mem(&a, d->q_mem), fc_attn_arg_mem(&a, d->k_mem), fc_attn_arg_mem(&a, d->v_mem);
+    fc_attn_arg_mem(&a, o_mem), fc_attn_arg_mem(&a, lse_mem);
+    fc_attn_arg(&a, sizeof qs, &qs), fc_attn_arg(&a, sizeof ks, &ks), fc_attn_arg(&a, sizeof vs, &vs);
+    fc_attn_arg(&a, sizeof os, &os), fc_attn_arg(&a, sizeof ls, &ls);
+    fc_attn_arg(&a, sizeof dims, &dims), fc_attn_arg(&a, sizeof grid, &grid), fc_attn_arg(&a, sizeof mask, &mask);
+    fc_attn_arg(&a, sizeof score, &score), fc_attn_arg(&a, sizeof split_stride, &split_stride);
+    fc_attn_arg(&a, sizeof aligned, &aligned), fc_attn_arg(&a, sizeof in_dtype, &in_dtype);
+    st = fc_attn_enqueue(ctx, &a, (size_t)p.ntiles * (size_t)(d->batch * d->heads_kv) * (size_t)p.nsplit,
+                 p.wg);
     if (st != FLASHCL_SUCCESS || !split) goto done;
 
     {   /* combine the splits' partials into o and lse */
-        cl_long4 at = long4_of(rows_all * D, rows_all, 0, p.nsplit * rows_all * D);
-        cl_int4 mdims = int4_of(d->seqlen_q, d->heads_q, D, p.nsplit);
+        cl_long4 at = fc_attn_long4(rows_all * D, rows_all, 0, p.nsplit * rows_all * D);
+        cl_int4 mdims = fc_attn_int4(d->seqlen_q, d->heads_q, D, p.nsplit);
         cl_int2 out;
-        cl_long4 uos = long4_of(d->o_strides[0], d->o_strides[1], d->o_strides[2],
+        cl_long4 uos = fc_attn_long4(d->o_strides[0], d->o_strides[1], d->o_strides[2],
                                 (int64_t)(d->o_offset / es));
-        cl_long4 uls = long4_of(d->lse_strides[0], d->lse_strides[1], d->lse_strides[2],
+        cl_long4 uls = fc_attn_long4(d->lse_strides[0], d->lse_strides[1], d->lse_strides[2],
                                 (int64_t)(d->lse_offset / 4));
         out.s[0] = d->dtype, out.s[1] = d->lse_mem != NULL;
         memset(&a, 0, sizeof a);
         a.kernel = ctx->attention.split_merge;
         a.name = "fc_attn_split_merge";
-        arg_mem(&a, ctx->attention_scratch), arg_mem(&a, ctx->attention_scratch);
-        arg(&a, sizeof at, &at), arg(&a, sizeof mdims, &mdims);
-        arg_mem(&a, d->o_mem), arg(&a, sizeof uos, &uos);
-        arg_mem(&a, d->lse_mem), arg(&a, sizeof uls, &uls), arg(&a, sizeof out, &out);
-        st = enqueue(ctx, &a, (size_t)rows_all, split_merge_wg(&ctx->dev));
+        fc_attn_arg_mem(&a, ctx->attention_scratch), fc_attn_arg_mem(&a, ctx->attention_scratch);
+        fc_attn_arg(&a, sizeof at, &at), fc_attn_arg(&a, sizeof mdims, &mdims);
+        fc_attn_arg_mem(&a, d->o_mem), fc_attn_arg(&a, sizeof uos, &uos);
+        fc_attn_arg_mem(&a, d->lse_mem), fc_attn_arg(&a, sizeof uls, &uls), fc_attn_arg(&a, sizeof out, &out);
+        st = fc_attn_enqueue(ctx, &a, (size_t)rows_all, split_merge_wg(&ctx->dev));
     }
 done:
-    mtx_unlock(&ctx->launch_lock);
-    return st;
-}
-
-/* ---- flashcl_attention_merge -------------------------------------------------------------- */
-
-/* One input of the merge kernel: an o view and an lse view. */
-typedef struct fc_merge_slot {
-    void *o_mem, *lse_mem;
-    cl_long4 os, ls;
-    int dtype;
-} fc_merge_slot;
-
-static flashcl_status merge_launch(fc_cl_context *ctx, const fc_attention_merge_desc *d,
-                                   const fc_merge_slot *slots, int n, const fc_merge_slot *out)
-{
-    fc_args a;
-    cl_int4 dt = int4_of(slots[0].dtype, n > 1 ? slots[1].dtype : 0, n > 2 ? slots[2].dtype : 0,
-                         n > 3 ? slots[3].dtype : 0);
-    cl_int4 dims = int4_of(d->seqlen_q, d->heads, d->head_dim, n);
-    cl_int2 flags;
-    int i;
-    flags.s[0] = out->dtype, flags.s[1] = out->lse_mem != NULL;
-    memset(&a, 0, sizeof a);
-    a.kernel = ctx->attention.merge;
-    a.name = "fc_attn_merge";
-    for (i = 0; i < 4; i++) { /* unused slots repeat slot 0; the kernel does not read them */
-        const fc_merge_slot *s = &slots[i < n ? i : 0];
-        arg_mem(&a, s->o_mem), arg(&a, sizeof s->os, &s->os);
-        arg_mem(&a, s->lse_mem), arg(&a, sizeof s->ls, &s->ls);
-    }
-    arg(&a, sizeof dt, &dt), arg(&a, sizeof dims, &dims);
-    arg_mem(&a, out->o_mem), arg(&a, sizeof out->os, &out->os);
-    arg_mem(&a, out->lse_mem), arg(&a, sizeof out->ls, &out->ls), arg(&a, sizeof flags, &flags);
-    return enqueue(ctx, &a, (size_t)(d->batch * d->seqlen_q * d->heads), merge_wg(&ctx->dev));
-}
-
-static fc_merge_slot part_slot(const fc_attention_merge_desc *d, size_t i)
-{
-    fc_merge_slot s;
-    const int64_t *st = d->o_part_strides[i], *lt = d->lse_part_strides[i];
-    s.o_mem = d->o_part_mems[i];
-    s.lse_mem = d->lse_part_mems[i];
-    s.os = long4_of(st[0], st[1], st[2],
-                    (int64_t)(d->o_part_offsets[i] / dtype_bytes(d->o_part_dtype)));
-    s.ls = long4_of(lt[0], lt[1], lt[2], (int64_t)(d->lse_part_offsets[i] / 4));
-    s.dtype = d->o_part_dtype;
-    return s;
-}
-
-/* A running result in scratch (f32, packed [B, Sq, H, D] and lse [B, H, Sq]) at `at`. */
-static fc_merge_slot acc_slot(fc_cl_context *ctx, const fc_attention_merge_desc *d, int64_t at)
-{
-    fc_merge_slot s;
-    const int64_t S = d->seqlen_q, H = d->heads, D = d->head_dim;
-    s.o_mem = s.lse_mem = ctx->attention_scratch;
-    s.os = long4_of(S * H * D, H * D, D, at);
-    s.ls = long4_of(H * S, S, 1, at + d->batch * S * H * D);
-    s.dtype = FLASHCL_F32;
-    return s;
-}
-
-flashcl_status fc_cl_attention_merge(void *opaque, const fc_attention_merge_desc *d)
-{
-    fc_cl_context *ctx = opaque;
-    const int64_t acc_elems = d->batch * d->seqlen_q * d->heads * (d->head_dim + 1);
-    fc_merge_slot slots[4], out;
-    size_t next = 0;
-    int n, cur = 0;
-    flashcl_status st = FLASHCL_SUCCESS;
-
-    if (!ctx->attention.merge)
-        return fc_fail(FLASHCL_UNSUPPORTED, "attention merge: '%s' cannot run its work-group",
-                       ctx->dev.info.name);
-    out.o_mem = d->o_mem, out.lse_mem = d->lse_mem, out.dtype = d->o_dtype;
-    out.os = long4_of(d->o_strides[0], d->o_strides[1], d->o_strides[2],
-                      (int64_t)(d->o_offset / dtype_bytes(d->o_dtype)));
-    out.ls = long4_of(d->lse_strides[0], d->lse_strides[1], d->lse_strides[2],
-                      (int64_t)(d->lse_offset / 4));
-    mtx_lock(&ctx->launch_lock);
-    if (d->parts > 4) /* running results ping-pong between two scratch areas */
-        st = scratch_reserve(ctx, (size_t)acc_elems * 2 * 4);
-    /* Four parts at a time; past the first launch, slot 0 is the running result (area `cur`)
-     * and the launch writes the other area. */
-    while (st == FLASHCL_SUCCESS && next < d->parts) {
-        n = 0;
-        if (next > 0) slots[n++] = acc_slot(ctx, d, cur * acc_elems);
-        while (n < 4 && next < d->parts) slots[n++] = part_slot(d, next++);
-        if (next == d->parts) {
-            st = merge_launch(ctx, d, slots, n, &out);
-        } else {
-            const int dst = next > 4 ? 1 - cur : 0; /* the first launch reads no area */
-            fc_merge_slot acc = acc_slot(ctx, d, dst * acc_elems);
-            st = merge_launch(ctx, d, slots, n, &acc);
-            cur = dst;
-        }
-    }
     mtx_unlock(&ctx->launch_lock);
     return st;
 }

@@ -87,6 +87,13 @@ typedef struct fc_attention_kernels {
         int dim_chunk;        /* DC: head-dim chunk of the Q·Kᵀ phase */
         int v_chunk;          /* VC: keys per V chunk of the P·V phase */
     } tile[FC_ATTN_FAMILIES][FC_ATTN_DIM_CLASSES];
+    /* Key-parallel decode (cl/attention_decode.cl), per padded head-dim class and dtype. */
+    cl_kernel decode_keys[FC_ATTN_DIM_CLASSES][FC_DTYPE_COUNT];
+    struct fc_attention_keys_tile {
+        int work_group;       /* WG (0: disabled) */
+        int rows;             /* RT: query rows per work-group */
+        int keys;             /* KB: keys per block for 16-bit storage (f32 blocks: KB / 2) */
+    } keys_tile[FC_ATTN_DIM_CLASSES];
     cl_kernel split_merge;      /* split-KV partials (f32 scratch) -> o, lse */
     cl_kernel merge;            /* up to 4 partial (o, lse) -> o, lse (flashcl_attention_merge) */
 } fc_attention_kernels;

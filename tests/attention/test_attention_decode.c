@@ -1,7 +1,9 @@
 /* Decode-shaped attention: few queries (Sq 1-4) against long key sequences (up to 20000 here,
  * 65536 with FLASHCL_TEST_LARGE=1), GQA/MQA groups, every dtype, lse on and off. The library
- * picks the small-tile kernels and split-KV for these on its own; the same shapes also run with
- * the split count forced (FLASHCL_ATTENTION_SPLITS), including more splits than key tiles. */
+ * picks the key-parallel decode kernel and split-KV for these on its own; the same shapes also
+ * run with the split count forced (FLASHCL_ATTENTION_SPLITS), including more splits than key
+ * tiles, and a few on the tiled decode kernel (FLASHCL_ATTENTION_DECODE_LEGACY) and with the
+ * GPUs' geometry. */
 #include "attention_check.h"
 
 #include <stdio.h>
@@ -90,6 +92,37 @@ static void test_causal_more_queries_than_keys(void **state)
         }
 }
 
+/* The tiled decode kernel behind FLASHCL_ATTENTION_DECODE_LEGACY=1 (the A/B reference), and
+ * the key-parallel kernel with the GPUs' geometry (128 work-items, 8 rows, 64-key blocks: two
+ * parts per key, teams of 16, four key groups), which CPUs otherwise run with smaller groups. */
+static void test_decode_legacy_and_gpu_geometry(void **state)
+{
+    (void)state;
+    static const int64_t shapes[][6] = {
+        {1, 1, 3000, 8, 1, 128}, {2, 2, 999, 8, 2, 64}, {1, 1, 1234, 4, 1, 200}};
+    uint64_t seed = tu_base_seed() + 800;
+    flashcl_context *gpu_like = NULL;
+    setenv("FLASHCL_ATTENTION_TILES", "K256=128,8,64", 1);
+    flashcl_status st = tu_context_create(tu_cache_dir(), &gpu_like);
+    unsetenv("FLASHCL_ATTENTION_TILES");
+    assert_int_equal(st, FLASHCL_SUCCESS);
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        for (int dt = 0; dt < 3; dt++) {
+            const int64_t *s = shapes[i];
+            ta_case c = decode_case((flashcl_dtype)dt, s[0], s[1], s[2], s[3], s[4], s[5]);
+            c.params.causal = dt == 1;
+            c.lse_mode = 1 + dt % 2;
+            c.kv_layout = (ta_layout)((i + (size_t)dt) % 4);
+            setenv("FLASHCL_ATTENTION_SPLITS", dt == 2 ? "7" : "3", 1);
+            ta_check(gpu_like, &c, seed++);
+            setenv("FLASHCL_ATTENTION_DECODE_LEGACY", "1", 1);
+            ta_check(g_ctx, &c, seed++);
+            unsetenv("FLASHCL_ATTENTION_DECODE_LEGACY");
+        }
+    unsetenv("FLASHCL_ATTENTION_SPLITS");
+    flashcl_context_destroy(gpu_like);
+}
+
 int main(void)
 {
     g_ctx = tu_context_or_skip();
@@ -97,6 +130,7 @@ int main(void)
         cmocka_unit_test(test_decode_auto),
         cmocka_unit_test(test_decode_forced_splits),
         cmocka_unit_test(test_causal_more_queries_than_keys),
+        cmocka_unit_test(test_decode_legacy_and_gpu_geometry),
     };
     int failures = cmocka_run_group_tests(tests, NULL, NULL);
     flashcl_context_destroy(g_ctx);

@@ -1,8 +1,10 @@
 /* One small case of every attention kernel — prefill (f32 and f16, plain and causal with a
- * window), decode tiles with split-KV and the split merge, and flashcl_attention_merge with a
- * chained launch — checked against host_ref, small enough to run under the Oclgrind simulator
- * (out-of-bounds accesses, data races, uninitialised reads) in about a minute. CTest runs it
- * natively and, when oclgrind is installed, as test_attention_oclgrind_sim. */
+ * window), key-parallel decode (bf16, f16, f32) and the tiled decode kernel
+ * (FLASHCL_ATTENTION_DECODE_LEGACY) with split-KV and the split merge, and
+ * flashcl_attention_merge with a chained launch — checked against host_ref, small enough to run
+ * under the Oclgrind simulator (out-of-bounds accesses, data races, uninitialised reads) in
+ * about a minute. CTest runs it natively and, when oclgrind is installed, as
+ * test_attention_oclgrind_sim (and _sim_wide, with wider decode work-groups). */
 #include "attention_check.h"
 
 #include <math.h>
@@ -53,7 +55,19 @@ static void test_decode_split(void **state)
     c.params.causal = 1;
     setenv("FLASHCL_ATTENTION_FAMILY", "decode", 1);
     setenv("FLASHCL_ATTENTION_SPLITS", "3", 1);
-    ta_check(g_ctx, &c, tu_base_seed() + 3);
+    ta_check(g_ctx, &c, tu_base_seed() + 3); /* key-parallel decode kernel */
+    setenv("FLASHCL_ATTENTION_DECODE_LEGACY", "1", 1);
+    ta_check(g_ctx, &c, tu_base_seed() + 3); /* the tiled decode kernel it replaced */
+    unsetenv("FLASHCL_ATTENTION_DECODE_LEGACY");
+    /* a full GQA group of 8 in f16 and f32 (blocks of 16 and 8 keys), softcap, unaligned K */
+    c = small_case(FLASHCL_F16, 1, 70, 38);
+    c.heads_q = 8;
+    c.params.softcap = 5.0f;
+    c.kv_layout = TA_KV_PACKED;
+    ta_check(g_ctx, &c, tu_base_seed() + 5);
+    c.dtype = FLASHCL_F32;
+    c.params.window_left = 20;
+    ta_check(g_ctx, &c, tu_base_seed() + 6);
 }
 
 static void test_merge(void **state)

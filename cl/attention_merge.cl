@@ -1,0 +1,139 @@
+/* cl/attention_merge.cl — merges of partial results: the split-KV merge (f32 scratch) and
+ * flashcl_attention_merge's kernel. Part of the attention program; needs attention_common.cl. */
+
+/* Combines the split-KV partials of one row (one work-group per row, rows ordered (b, h, i)):
+ * parts are f32 in scratch, o at part_o[at.z + split·at.x + row·D], lse at
+ * part_lse[at.w + split·at.y + row]. lse = M + log Σ exp(lse_s - M) and
+ * o = Σ exp(lse_s - lse)·o_s.
+ * The work-items split both the head dim (float4 columns) and the splits, so that many loads
+ * are in flight; the column partial sums are then added in a fixed order (deterministic).
+ * dims: Sq, Hq, D, nsplit; out: o dtype, 1 when lse is written. */
+#ifndef FC_ATTN_SPLIT_WG
+#define FC_ATTN_SPLIT_WG 256
+#endif
+#define FC_ATTN_MERGE_ILP 8 /* a power of two */
+__kernel __attribute__((reqd_work_group_size(FC_ATTN_SPLIT_WG, 1, 1))) void fc_attn_split_merge(
+    __global const float *part_o, __global const float *part_lse, long4 at, int4 dims,
+    __global uchar *o, long4 os, __global float *lse, long4 ls, int2 out)
+{
+    __local float scratch[FC_ATTN_SPLIT_WG];
+    __local float w[FC_ATTN_MAX_SPLITS];
+    __local float4 part[FC_ATTN_SPLIT_WG];
+    const int Sq = dims.x, H = dims.y, D = dims.z, nsplit = dims.w;
+    const int lid = (int)get_local_id(0);
+    const ulong row = get_group_id(0);
+    const ulong2 bh_qi = fc_attn_divmod64(row, (ulong)Sq);
+    const ulong2 b_h = fc_attn_divmod64(bh_qi.x, (ulong)H);
+    const int qi = (int)bh_qi.y, h = (int)b_h.y, b = (int)b_h.x;
+
+    /* weights: w_s = exp(lse_s - M) */
+    float mx = -INFINITY;
+    for (int s = lid; s < nsplit; s += FC_ATTN_SPLIT_WG)
+        mx = fmax(mx, part_lse[at.w + (long)s * at.y + (long)row]);
+    scratch[lid] = mx;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int k = FC_ATTN_SPLIT_WG / 2; k > 0; k >>= 1) {
+        if (lid < k)
+            scratch[lid] = fmax(scratch[lid], scratch[lid + k]);
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    mx = scratch[0];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    float sum = 0.0f;
+    for (int s = lid; s < nsplit; s += FC_ATTN_SPLIT_WG) {
+        const float ls_ = part_lse[at.w + (long)s * at.y + (long)row];
+        const float e = mx == -INFINITY ? 0.0f : exp(ls_ - mx);
+        w[s] = e;
+        sum += e;
+    }
+    scratch[lid] = sum;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int k = FC_ATTN_SPLIT_WG / 2; k > 0; k >>= 1) {
+        if (lid < k)
+            scratch[lid] += scratch[lid + k];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    sum = scratch[0];
+    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+
+    /* columns of 4 dims × groups of splits */
+    const int d4n = (D + 3) / 4;
+    int cols = 1;
+    while (cols < d4n)
+        cols <<= 1;
+    const int groups = FC_ATTN_SPLIT_WG / cols, c4 = lid % cols, grp = lid / cols;
+    /* FC_ATTN_MERGE_ILP independent sums, so that as many splits' loads are in flight at once
+     * (the loop waits for its loads once per round, not once per split) */
+    float4 as[FC_ATTN_MERGE_ILP];
+    FC_ATTN_UNROLL for (int u = 0; u < FC_ATTN_MERGE_ILP; u++)
+        as[u] = (float4)(0.0f);
+    if (c4 < d4n)
+        for (int s0 = grp; s0 < nsplit; s0 += FC_ATTN_MERGE_ILP * groups)
+            FC_ATTN_UNROLL for (int u = 0; u < FC_ATTN_MERGE_ILP; u++) {
+                const int s = s0 + u * groups;
+                const long base = at.z + (long)s * at.x + (long)row * D + 4 * c4;
+                if (s < nsplit)
+                    as[u] += w[s] * (4 * c4 + 4 <= D
+                                         ? vload4(0, part_o + base)
+                                         : (float4)(part_o[base],
+                                                    4 * c4 + 1 < D ? part_o[base + 1] : 0.0f,
+                                                    4 * c4 + 2 < D ? part_o[base + 2] : 0.0f,
+                                                    0.0f));
+            }
+    FC_ATTN_UNROLL for (int n = FC_ATTN_MERGE_ILP / 2; n > 0; n >>= 1) /* pairwise, fixed order */
+        FC_ATTN_UNROLL for (int u = 0; u < n; u++)
+            as[u] += as[u + n];
+    float4 a = as[0];
+    part[lid] = a;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (grp == 0 && c4 < d4n) {
+        for (int g = 1; g < groups; g++)
+            a += part[g * cols + c4];
+        const ulong orow = fc_attn_row(os, b, qi, h);
+        fc_attn_store4(out.x, o, orow + 4 * c4, D - 4 * c4, 0, a * inv);
+    }
+    if (out.y && lid == 0)
+        lse[fc_attn_row(ls, b, h, qi)] = sum > 0.0f ? mx + log(sum) : -INFINITY;
+}
+
+/* Merges up to four partial results (o_k with strides os_k, lse_k with ls_k, dtype dt.k) of the
+ * same rows into o / lse; the host chains launches for more parts, passing the running result
+ * (f32) as part 0 of the next. dims: Sq, H, D, number of parts; out: o dtype, lse written. */
+__kernel __attribute__((reqd_work_group_size(FC_ATTN_MERGE_WG, 1, 1))) void fc_attn_merge(
+    __global const uchar *o0, long4 os0, __global const float *l0, long4 ls0,
+    __global const uchar *o1, long4 os1, __global const float *l1, long4 ls1,
+    __global const uchar *o2, long4 os2, __global const float *l2, long4 ls2,
+    __global const uchar *o3, long4 os3, __global const float *l3, long4 ls3, int4 dt,
+    int4 dims, __global uchar *o, long4 os, __global float *lse, long4 ls, int2 out)
+{
+    const int Sq = dims.x, H = dims.y, D = dims.z, n = dims.w;
+    const ulong row = get_group_id(0);
+    const ulong2 bh_qi = fc_attn_divmod64(row, (ulong)Sq);
+    const ulong2 b_h = fc_attn_divmod64(bh_qi.x, (ulong)H);
+    const int qi = (int)bh_qi.y, h = (int)b_h.y, b = (int)b_h.x;
+    float lp[4], w[4];
+    lp[0] = l0[fc_attn_row(ls0, b, h, qi)];
+    lp[1] = n > 1 ? l1[fc_attn_row(ls1, b, h, qi)] : -INFINITY;
+    lp[2] = n > 2 ? l2[fc_attn_row(ls2, b, h, qi)] : -INFINITY;
+    lp[3] = n > 3 ? l3[fc_attn_row(ls3, b, h, qi)] : -INFINITY;
+    const float mx = fmax(fmax(lp[0], lp[1]), fmax(lp[2], lp[3]));
+    float sum = 0.0f;
+    for (int p = 0; p < 4; p++) {
+        w[p] = mx == -INFINITY || p >= n ? 0.0f : exp(lp[p] - mx);
+        sum += w[p];
+    }
+    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+    const ulong r0 = fc_attn_row(os0, b, qi, h), r1 = fc_attn_row(os1, b, qi, h);
+    const ulong r2 = fc_attn_row(os2, b, qi, h), r3 = fc_attn_row(os3, b, qi, h);
+    const ulong orow = fc_attn_row(os, b, qi, h);
+    for (int d = (int)get_local_id(0); d < D; d += FC_ATTN_MERGE_WG) {
+        /* parts of zero weight are not read: their o may be anything (e.g. never written) */
+        float a = w[0] > 0.0f ? w[0] * fc_attn_load1(dt.x, o0, r0 + d) : 0.0f;
+        if (w[1] > 0.0f) a = fma(w[1], fc_attn_load1(dt.y, o1, r1 + d), a);
+        if (w[2] > 0.0f) a = fma(w[2], fc_attn_load1(dt.z, o2, r2 + d), a);
+        if (w[3] > 0.0f) a = fma(w[3], fc_attn_load1(dt.w, o3, r3 + d), a);
+        fc_attn_store1(out.x, o, orow + d, a * inv);
+    }
+    if (out.y && get_local_id(0) == 0)
+        lse[fc_attn_row(ls, b, h, qi)] = sum > 0.0f ? mx + log(sum) : -INFINITY;
+}

@@ -1,0 +1,56 @@
+/* What the host files of the attention program share (src/opencl/attention.c: geometry, kernels,
+ * forward launch; attention_decode.c: the key-parallel decode kernels; attention_merge.c:
+ * flashcl_attention_merge). Not part of the library's interface. */
+#ifndef FC_ATTENTION_INTERNAL_H
+#define FC_ATTENTION_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cl_internal.h"
+
+#define FC_ATTN_PREFILL 0
+#define FC_ATTN_DECODE 1
+
+/* Sets kernel arguments in order, remembering the first failure (reported by fc_attn_enqueue). */
+typedef struct fc_args {
+    cl_kernel kernel;
+    cl_uint next;
+    cl_int err;
+    const char *name;
+} fc_args;
+
+void fc_attn_arg(fc_args *a, size_t size, const void *value);
+void fc_attn_arg_mem(fc_args *a, void *mem);
+flashcl_status fc_attn_enqueue(fc_cl_context *ctx, fc_args *a, size_t groups, size_t wg);
+
+cl_long4 fc_attn_long4(int64_t x, int64_t y, int64_t z, int64_t w);
+cl_int4 fc_attn_int4(int64_t x, int64_t y, int64_t z, int64_t w);
+size_t fc_attn_dtype_bytes(flashcl_dtype dt);
+
+/* Makes ctx->attention_scratch hold `bytes` (caller holds launch_lock). */
+flashcl_status fc_attn_scratch_reserve(fc_cl_context *ctx, size_t bytes);
+
+/* clCreateKernel plus its CL_KERNEL_WORK_GROUP_SIZE, failures as statuses. */
+flashcl_status fc_attn_create_kernel(fc_cl_context *ctx, const char *name, cl_kernel *out,
+                                     size_t *max_wg);
+
+/* Work-group size of fc_attn_merge on this device (a power of two). */
+size_t fc_attn_merge_wg(const fc_cl_device *dev);
+
+/* CPUs get generic kernels (dtype and head dim decided at run time). */
+int fc_attn_generic_kernels(const fc_cl_device *dev);
+
+/* ---- key-parallel decode (attention_decode.c) ---- */
+typedef struct fc_attention_keys_tile fc_attn_keys_tile;
+
+/* Appends the kernels' -D options (their geometry per class) to out (used bytes so far). */
+size_t fc_attn_keys_options(const fc_cl_device *dev, char *out, size_t out_size, size_t used);
+flashcl_status fc_attn_keys_create_kernels(fc_cl_context *ctx);
+void fc_attn_keys_release_kernels(fc_cl_context *ctx);
+/* Keys per block of a class's kernel for a dtype (f32 blocks hold half the 16-bit ones). */
+int fc_attn_keys_block(const fc_attn_keys_tile *t, flashcl_dtype dt);
+/* Whether FLASHCL_ATTENTION_DECODE_LEGACY=1 asks for the tiled decode kernel instead. */
+int fc_attn_decode_legacy(void);
+
+#endif

@@ -1,0 +1,105 @@
+/* Host side of flashcl_attention_merge: N partial results (o_i, lse_i) of the same queries over
+ * disjoint key sets combined by fc_attn_merge (cl/attention_merge.cl), four parts per launch,
+ * longer lists chained through f32 scratch. Descriptors arrive validated (src/api_attention.c). */
+#include <string.h>
+
+#include "attention_internal.h"
+#include "../error.h"
+
+/* ---- flashcl_attention_merge -------------------------------------------------------------- */
+
+/* One input of the merge kernel: an o view and an lse view. */
+typedef struct fc_merge_slot {
+    void *o_mem, *lse_mem;
+    cl_long4 os, ls;
+    int dtype;
+} fc_merge_slot;
+
+static flashcl_status merge_launch(fc_cl_context *ctx, const fc_attention_merge_desc *d,
+                                   const fc_merge_slot *slots, int n, const fc_merge_slot *out)
+{
+    fc_args a;
+    cl_int4 dt = fc_attn_int4(slots[0].dtype, n > 1 ? slots[1].dtype : 0, n > 2 ? slots[2].dtype : 0,
+                         n > 3 ? slots[3].dtype : 0);
+    cl_int4 dims = fc_attn_int4(d->seqlen_q, d->heads, d->head_dim, n);
+    cl_int2 flags;
+    int i;
+    flags.s[0] = out->dtype, flags.s[1] = out->lse_mem != NULL;
+    memset(&a, 0, sizeof a);
+    a.kernel = ctx->attention.merge;
+    a.name = "fc_attn_merge";
+    for (i = 0; i < 4; i++) { /* unused slots repeat slot 0; the kernel does not read them */
+        const fc_merge_slot *s = &slots[i < n ? i : 0];
+        fc_attn_arg_mem(&a, s->o_mem), fc_attn_arg(&a, sizeof s->os, &s->os);
+        fc_attn_arg_mem(&a, s->lse_mem), fc_attn_arg(&a, sizeof s->ls, &s->ls);
+    }
+    fc_attn_arg(&a, sizeof dt, &dt), fc_attn_arg(&a, sizeof dims, &dims);
+    fc_attn_arg_mem(&a, out->o_mem), fc_attn_arg(&a, sizeof out->os, &out->os);
+    fc_attn_arg_mem(&a, out->lse_mem), fc_attn_arg(&a, sizeof out->ls, &out->ls);
+    fc_attn_arg(&a, sizeof flags, &flags);
+    return fc_attn_enqueue(ctx, &a, (size_t)(d->batch * d->seqlen_q * d->heads), fc_attn_merge_wg(&ctx->dev));
+}
+
+static fc_merge_slot part_slot(const fc_attention_merge_desc *d, size_t i)
+{
+    fc_merge_slot s;
+    const int64_t *st = d->o_part_strides[i], *lt = d->lse_part_strides[i];
+    s.o_mem = d->o_part_mems[i];
+    s.lse_mem = d->lse_part_mems[i];
+    s.os = fc_attn_long4(st[0], st[1], st[2],
+                    (int64_t)(d->o_part_offsets[i] / fc_attn_dtype_bytes(d->o_part_dtype)));
+    s.ls = fc_attn_long4(lt[0], lt[1], lt[2], (int64_t)(d->lse_part_offsets[i] / 4));
+    s.dtype = d->o_part_dtype;
+    return s;
+}
+
+/* A running result in scratch (f32, packed [B, Sq, H, D] and lse [B, H, Sq]) at `at`. */
+static fc_merge_slot acc_slot(fc_cl_context *ctx, const fc_attention_merge_desc *d, int64_t at)
+{
+    fc_merge_slot s;
+    const int64_t S = d->seqlen_q, H = d->heads, D = d->head_dim;
+    s.o_mem = s.lse_mem = ctx->attention_scratch;
+    s.os = fc_attn_long4(S * H * D, H * D, D, at);
+    s.ls = fc_attn_long4(H * S, S, 1, at + d->batch * S * H * D);
+    s.dtype = FLASHCL_F32;
+    return s;
+}
+
+flashcl_status fc_cl_attention_merge(void *opaque, const fc_attention_merge_desc *d)
+{
+    fc_cl_context *ctx = opaque;
+    const int64_t acc_elems = d->batch * d->seqlen_q * d->heads * (d->head_dim + 1);
+    fc_merge_slot slots[4], out;
+    size_t next = 0;
+    int n, cur = 0;
+    flashcl_status st = FLASHCL_SUCCESS;
+
+    if (!ctx->attention.merge)
+        return fc_fail(FLASHCL_UNSUPPORTED, "attention merge: '%s' cannot run its work-group",
+                       ctx->dev.info.name);
+    out.o_mem = d->o_mem, out.lse_mem = d->lse_mem, out.dtype = d->o_dtype;
+    out.os = fc_attn_long4(d->o_strides[0], d->o_strides[1], d->o_strides[2],
+                      (int64_t)(d->o_offset / fc_attn_dtype_bytes(d->o_dtype)));
+    out.ls = fc_attn_long4(d->lse_strides[0], d->lse_strides[1], d->lse_strides[2],
+                      (int64_t)(d->lse_offset / 4));
+    mtx_lock(&ctx->launch_lock);
+    if (d->parts > 4) /* running results ping-pong between two scratch areas */
+        st = fc_attn_scratch_reserve(ctx, (size_t)acc_elems * 2 * 4);
+    /* Four parts at a time; past the first launch, slot 0 is the running result (area `cur`)
+     * and the launch writes the other area. */
+    while (st == FLASHCL_SUCCESS && next < d->parts) {
+        n = 0;
+        if (next > 0) slots[n++] = acc_slot(ctx, d, cur * acc_elems);
+        while (n < 4 && next < d->parts) slots[n++] = part_slot(d, next++);
+        if (next == d->parts) {
+            st = merge_launch(ctx, d, slots, n, &out);
+        } else {
+            const int dst = next > 4 ? 1 - cur : 0; /* the first launch reads no area */
+            fc_merge_slot acc = acc_slot(ctx, d, dst * acc_elems);
+            st = merge_launch(ctx, d, slots, n, &acc);
+            cur = dst;
+        }
+    }
+    mtx_unlock(&ctx->launch_lock);
+    return st;
+}
