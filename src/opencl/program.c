@@ -207,15 +207,25 @@ flashcl_status fc_cl_build_programs(fc_cl_context *ctx, const char *cache_dir) {
     double start = now_seconds();
     int caching = fc_cache_dir(cache_dir, dir, sizeof dir);
 
+    /* FLASHCL_VERBOSE=1: one stderr line per program (a compile from source can take long on
+     * some drivers; this says which program and whether the cache served it). */
+    const char *verbose = getenv("FLASHCL_VERBOSE");
+    const int say = verbose && *verbose && strcmp(verbose, "0") != 0;
+
     ctx->built_from_cache = 1;
     for (i = 0; i < FC_PROGRAM_COUNT; i++) {
         int from_cache = 0;
+        const double t0 = now_seconds();
         flashcl_status st = build_program(ctx, &fc_programs[i], dir, caching, &from_cache);
         if (st != FLASHCL_SUCCESS) {
             fc_cl_release_programs(ctx);
             return st;
         }
         if (!from_cache) ctx->built_from_cache = 0;
+        if (say)
+            fprintf(stderr, "flashcl: program '%s' for %s: %s in %.3f s\n", fc_programs[i].name,
+                    ctx->dev.info.name, from_cache ? "loaded from the cache" : "compiled",
+                    now_seconds() - t0);
     }
     ctx->build_seconds = now_seconds() - start;
     return FLASHCL_SUCCESS;
