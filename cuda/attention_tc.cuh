@@ -151,9 +151,8 @@ __device__ void attention_tc(const fc_attention_args &a) {
     for (int mt = 0; mt < MT; mt++)
 #pragma unroll
         for (int h = 0; h < 2; h++) {
-            l[mt][h] += __shfl_xor_sync(0xffffffffu, l[mt][h], 1);
-            l[mt][h] += __shfl_xor_sync(0xffffffffu, l[mt][h], 2);
-            const float inv = l[mt][h] > 0.0f ? 1.0f / l[mt][h] : 0.0f; /* no visible key: o = 0 */
+            l[mt][h] = row_group_sum(l[mt][h]);
+            const float inv = row_normaliser(l[mt][h]);
             const int r = warp * 16 * MT + mt * 16 + g + 8 * h;
 #pragma unroll
             for (int j = 0; j < DT8; j++)

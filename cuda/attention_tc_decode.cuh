@@ -115,8 +115,7 @@ __device__ void attention_tc_decode(const fc_attention_args &a) {
     float *part_ml = part_o + WARPS * ROWS * DP;        /* [WARPS][ROWS][2] */
 #pragma unroll
     for (int h = 0; h < 2; h++) {
-        l[h] += __shfl_xor_sync(0xffffffffu, l[h], 1);
-        l[h] += __shfl_xor_sync(0xffffffffu, l[h], 2);
+        l[h] = row_group_sum(l[h]);
         const int row = g + 8 * h;
 #pragma unroll
         for (int j = 0; j < DT8; j++)
@@ -143,7 +142,7 @@ __device__ void attention_tc_decode(const fc_attention_args &a) {
             sum += wt * part_ml[(w * ROWS + row) * 2 + 1];
             x += wt * ov.x, y += wt * ov.y;
         }
-        const float inv = sum > 0.0f ? 1.0f / sum : 0.0f; /* no visible key: o = 0 */
+        const float inv = row_normaliser(sum);
         int64_t qi, qh;
         unpack_row(a, packed_row, kv_head, qi, qh);
         store_o_pair<DT>(a, b, qi, qh, d, x * inv, y * inv);

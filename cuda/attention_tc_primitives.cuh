@@ -219,6 +219,15 @@ FC_DEVICE void probabilities_as_a(unsigned (&p)[4], const float (&s)[NT][4], int
     p[3] = pack_pair<DT>(s[2 * kk + 1][2], s[2 * kk + 1][3]);
 }
 
+/* The sum of a row's values spread over the 4 lanes of its group (mma's accumulator layout). */
+FC_DEVICE float row_group_sum(float v) {
+    v += __shfl_xor_sync(0xffffffffu, v, 1);
+    return v + __shfl_xor_sync(0xffffffffu, v, 2);
+}
+
+/* What normalises a row of sum l: 1/l, or 0 when no key was visible (o = 0, never NaN). */
+FC_DEVICE float row_normaliser(float l) { return l > 0.0f ? 1.0f / l : 0.0f; }
+
 /* Row sums over the 4 lanes of a row group, normalisation, and the stores of o and lse (or the
  * split-KV partials) for one 16-row tile whose first packed row is `row0`. */
 template <int DT, int DT8>
@@ -227,9 +236,8 @@ FC_DEVICE void store_tile(const fc_attention_args &a, int64_t row0, int64_t b, i
     const int64_t packed = a.seqlen_q * a.group;
 #pragma unroll
     for (int h = 0; h < 2; h++) {
-        l[h] += __shfl_xor_sync(0xffffffffu, l[h], 1);
-        l[h] += __shfl_xor_sync(0xffffffffu, l[h], 2);
-        const float inv = l[h] > 0.0f ? 1.0f / l[h] : 0.0f; /* no visible key: o = 0 */
+        l[h] = row_group_sum(l[h]);
+        const float inv = row_normaliser(l[h]);
         const int64_t row = row0 + g + 8 * h;
         int64_t qi, qh;
         if (row >= packed) continue;

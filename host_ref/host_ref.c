@@ -103,6 +103,11 @@ uint16_t host_ref_float_to_bf16(float f)
 
 /* ---- dtypes --------------------------------------------------------------------------------- */
 
+double host_ref_narrowing_roundoff(flashcl_dtype dtype)
+{
+    return dtype == FLASHCL_F16 ? 0x1p-11 : dtype == FLASHCL_BF16 ? 0x1p-8 : 0.0;
+}
+
 size_t host_ref_dtype_size(flashcl_dtype dtype)
 {
     switch (dtype) {

@@ -18,6 +18,9 @@ uint16_t host_ref_float_to_half(float f);
 float host_ref_bf16_to_float(uint16_t b);
 uint16_t host_ref_float_to_bf16(float f);
 size_t host_ref_dtype_size(flashcl_dtype dtype);
+/* The unit roundoff of narrowing an f32 value to a 16-bit `dtype`: 2^-11 (f16), 2^-8 (bf16);
+ * 0 for f32, which kernels keep as computed. Tolerances for 16-bit intermediates scale by it. */
+double host_ref_narrowing_roundoff(flashcl_dtype dtype);
 /* Element `index` of a packed array of `dtype`, widened to float. */
 float host_ref_load(flashcl_dtype dtype, const void *data, size_t index);
 /* Rounds `value` to `dtype` and stores it as element `index`. */

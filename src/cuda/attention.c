@@ -69,10 +69,11 @@ static flashcl_status merge_splits(fc_cuda_context *ctx, const fc_attention_args
 }
 
 /* The first usable kernel of a set whose head-dim pad covers head_dim, or NULL; the one named
- * by FLASHCL_CUDA_ATTENTION_CONFIG instead when it is in the set and fits (measurements). */
+ * `forced` (FLASHCL_CUDA_ATTENTION_CONFIG, for measurements) instead when it is in the set and
+ * fits. */
 static const fc_cuda_attention_kernel *first_fit(const fc_cuda_attention_kernel *set, int count,
-                                                 int stride, int64_t head_dim) {
-    const char *forced = getenv("FLASHCL_CUDA_ATTENTION_CONFIG");
+                                                 int stride, int64_t head_dim,
+                                                 const char *forced) {
     const fc_cuda_attention_kernel *found = NULL;
     int c;
     for (c = 0; c < count; c++) {
@@ -95,6 +96,7 @@ static const fc_cuda_attention_kernel *choose_kernel(const fc_cuda_context *ctx,
     const size_t bytes = dtype_bytes(d->dtype);
     const fc_cuda_attention_kernel *kernel = NULL;
     const char *no_decode = getenv("FLASHCL_CUDA_ATTENTION_NO_DECODE");
+    const char *forced = getenv("FLASHCL_CUDA_ATTENTION_CONFIG");
     *decode = 0;
     if (d->dtype != FLASHCL_F32 && d->head_dim % 8 == 0 &&
         rows_16b_aligned(a->q, a->q_strides, bytes) && rows_16b_aligned(a->k, a->k_strides, bytes) &&
@@ -102,15 +104,16 @@ static const fc_cuda_attention_kernel *choose_kernel(const fc_cuda_context *ctx,
         if (d->seqlen_q * a->group <= FC_ATTENTION_TC_DECODE_ROWS &&
             !(no_decode && !strcmp(no_decode, "1"))) {
             kernel = first_fit(&k->attention_tc_decode[0][d->dtype - 1], FC_TC_DECODE_CONFIG_COUNT,
-                               2, d->head_dim);
+                               2, d->head_dim, forced);
             *decode = kernel != NULL;
         }
         if (!kernel)
-            kernel = first_fit(&k->attention_tc[0][d->dtype - 1], FC_TC_CONFIG_COUNT, 2, d->head_dim);
+            kernel = first_fit(&k->attention_tc[0][d->dtype - 1], FC_TC_CONFIG_COUNT, 2, d->head_dim,
+                               forced);
     }
     if (!kernel)
         kernel = first_fit(&k->attention_simt[0][d->dtype], FC_SIMT_CONFIG_COUNT, FC_CUDA_DTYPES,
-                           d->head_dim);
+                           d->head_dim, forced);
     return kernel;
 }
 

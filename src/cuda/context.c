@@ -167,6 +167,8 @@ static flashcl_status cuda_context_create(int index, const char *cache_dir, void
     }
     describe(cu, ctx->device, &ctx->info);
     ctx->sm_count = ctx->info.compute_units;
+    ctx->cc_major = device_attribute(cu, ctx->device, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+    ctx->cc_minor = device_attribute(cu, ctx->device, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
     ctx->cooperative = device_attribute(cu, ctx->device, CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH);
     r = cu->DevicePrimaryCtxRetain(&ctx->primary, ctx->device);
     if (r != CUDA_SUCCESS) {

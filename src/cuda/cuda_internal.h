@@ -85,6 +85,7 @@ typedef struct fc_cuda_context {
                                    runtime API and so with PyTorch, CuPy ... */
     flashcl_device_info info;
     int sm_count;
+    int cc_major, cc_minor;     /* compute capability */
     int cooperative;            /* cooperative launches supported */
     CUstream own_stream;        /* non-blocking, created by flashcl */
     CUstream stream;            /* where work goes: own_stream or the caller's (under lock) */

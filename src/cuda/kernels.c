@@ -73,15 +73,9 @@ static flashcl_status size_staged_kernel(fc_cuda_context *ctx, int dt) {
     fc_cuda_kernels *k = &ctx->kernels;
     const size_t static_reserve = 1024;
     size_t smem = 0;
-    int major = 0, minor = 0;
     CUresult r;
     k->softmax_staged_blocks_per_sm[dt] = 0;
-    if (fc_cu()->DeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
-                                    ctx->device) != CUDA_SUCCESS ||
-        fc_cu()->DeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
-                                    ctx->device) != CUDA_SUCCESS ||
-        (major == 8 && minor > 0))
-        return FLASHCL_SUCCESS;
+    if (ctx->cc_major == 8 && ctx->cc_minor > 0) return FLASHCL_SUCCESS;
     if (ctx->info.local_mem_bytes > static_reserve)
         smem = (ctx->info.local_mem_bytes - static_reserve) / 1024 * 1024;
     if (smem == 0) return FLASHCL_SUCCESS;

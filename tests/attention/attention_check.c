@@ -161,7 +161,7 @@ double ta_p_rounding_allowance(flashcl_context *ctx, flashcl_dtype dt, double ma
     if (dt == FLASHCL_F32 || flashcl_context_device(ctx, &info) != FLASHCL_SUCCESS ||
         info.backend != FLASHCL_BACKEND_CUDA)
         return 0.0;
-    return (dt == FLASHCL_F16 ? ldexp(1.0, -11) : ldexp(1.0, -8)) * max_abs_v;
+    return host_ref_narrowing_roundoff(dt) * max_abs_v;
 }
 
 flashcl_status ta_check(flashcl_context *ctx, const ta_case *c, uint64_t seed)

@@ -102,11 +102,6 @@ static void read_part(const part *p, double *o, double *lse)
     free(limg);
 }
 
-static double part_rounding(flashcl_dtype dt)
-{
-    return dt == FLASHCL_F16 ? 0x1p-11 : dt == FLASHCL_BF16 ? 0x1p-8 : 0.0;
-}
-
 /* (1): forward over key ranges, merge, compare with forward's reference over all keys. */
 static void check_split_merge(int nparts, flashcl_dtype in_dt, flashcl_dtype out_dt,
                               uint64_t seed)
@@ -178,7 +173,7 @@ static void check_split_merge(int nparts, flashcl_dtype in_dt, flashcl_dtype out
     read_part(&out, got, lgot);
     size_t bad = 0;
     for (size_t i = 0; i < rows * (size_t)D; i++) {
-        double e = 1e-5 + 1e-5 * fabs(oref[i]) + part_rounding(in_dt);
+        double e = 1e-5 + 1e-5 * fabs(oref[i]) + host_ref_narrowing_roundoff(in_dt);
         if (!tu_value_ok(out_dt, (float)got[i], oref[i], e)) {
             if (bad++ < 5)
                 print_error("o[%zu] = %.9g, expected %.9g\n", i, got[i], oref[i]);

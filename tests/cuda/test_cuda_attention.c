@@ -154,8 +154,7 @@ static void run_case(const at_case *c, int merge_halves) {
     }
     /* tensor cores round P to the storage type before P·V: at most u·max|v| more (v in [-1, 1)),
      * u = 2^-11 (f16), 2^-8 (bf16); the SIMT kernel keeps P in f32 */
-    const double p_allowance = c->dt == FLASHCL_F16 ? ldexp(1.0, -11)
-                             : c->dt == FLASHCL_BF16 ? ldexp(1.0, -8) : 0.0;
+    const double p_allowance = host_ref_narrowing_roundoff(c->dt);
     for (size_t i = 0; i < nq; i++) {
         if ((int64_t)(i % (size_t)(c->D + c->pad)) >= c->D) continue; /* padding */
         check_value(c, "o", host_ref_load(c->dt, o_img, i), oref[i],
