@@ -3,7 +3,15 @@
 #define FLASHCL_TEXT_H
 
 #include <ctype.h>
+#include <stdlib.h>
 #include <string.h>
+
+/* Whether the switch in environment variable `name` is on: set, non-empty and not "0". Every
+ * FLASHCL_* on/off switch (measurement and diagnostic ones) reads this way. */
+static inline int fc_env_flag(const char *name) {
+    const char *v = getenv(name);
+    return v && *v && strcmp(v, "0") != 0;
+}
 
 /* Whether `needle` occurs in `haystack`, ignoring ASCII case. */
 static inline int fc_contains_nocase(const char *haystack, const char *needle) {

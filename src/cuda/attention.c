@@ -7,6 +7,7 @@
 
 #include "cuda_internal.h"
 #include "../error.h"
+#include "../text.h"
 
 _Static_assert(sizeof(fc_attention_args) == FC_ATTENTION_ARGS_BYTES, "attention args layout");
 _Static_assert(sizeof(fc_merge_part) == FC_MERGE_PART_BYTES, "merge part layout");
@@ -95,14 +96,13 @@ static const fc_cuda_attention_kernel *choose_kernel(const fc_cuda_context *ctx,
     const fc_cuda_kernels *k = &ctx->kernels;
     const size_t bytes = dtype_bytes(d->dtype);
     const fc_cuda_attention_kernel *kernel = NULL;
-    const char *no_decode = getenv("FLASHCL_CUDA_ATTENTION_NO_DECODE");
     const char *forced = getenv("FLASHCL_CUDA_ATTENTION_CONFIG");
     *decode = 0;
     if (d->dtype != FLASHCL_F32 && d->head_dim % 8 == 0 &&
         rows_16b_aligned(a->q, a->q_strides, bytes) && rows_16b_aligned(a->k, a->k_strides, bytes) &&
         rows_16b_aligned(a->v, a->v_strides, bytes) && rows_16b_aligned(a->o, a->o_strides, bytes)) {
         if (d->seqlen_q * a->group <= FC_ATTENTION_TC_DECODE_ROWS &&
-            !(no_decode && !strcmp(no_decode, "1"))) {
+            !fc_env_flag("FLASHCL_CUDA_ATTENTION_NO_DECODE")) {
             kernel = first_fit(&k->attention_tc_decode[0][d->dtype - 1], FC_TC_DECODE_CONFIG_COUNT,
                                2, d->head_dim, forced);
             *decode = kernel != NULL;

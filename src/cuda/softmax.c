@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "cuda_internal.h"
+#include "../text.h"
 #include "../error.h"
 
 _Static_assert(sizeof(fc_softmax_args) == FC_SOFTMAX_ARGS_BYTES,
@@ -53,11 +54,6 @@ static size_t dtype_bytes(flashcl_dtype dt) { return dt == FLASHCL_F32 ? 4 : 2; 
 static uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
 /* An environment switch: set, and neither empty nor "0". */
-static int env_on(const char *name) {
-    const char *v = getenv(name);
-    return v != NULL && v[0] != '\0' && strcmp(v, "0") != 0;
-}
-
 /* Whether every row of a view starts on an `align`-byte boundary. */
 static int rows_aligned(uint64_t address, int64_t rows, int64_t stride, size_t bytes,
                         size_t align) {
@@ -360,7 +356,7 @@ flashcl_status fc_cuda_softmax(void *opaque, const fc_softmax_desc *d) {
     const size_t x_bytes = dtype_bytes(d->x_dtype), y_bytes = dtype_bytes(d->y_dtype);
     const size_t vec = 16 / x_bytes; /* elements per 16-byte load of x */
     const size_t y_align = vec * y_bytes < 16 ? vec * y_bytes : 16;
-    const int legacy = env_on("FLASHCL_CUDA_SOFTMAX_LEGACY");
+    const int legacy = fc_env_flag("FLASHCL_CUDA_SOFTMAX_LEGACY");
     fc_softmax_args a;
     staged_plan staged;
     plan_kind plan;
@@ -397,7 +393,7 @@ flashcl_status fc_cuda_softmax(void *opaque, const fc_softmax_desc *d) {
     default: plan = legacy ? choose_legacy(ctx, d) : choose(ctx, d, a.x_vec_ok, &staged); break;
     }
 
-    if (env_on("FLASHCL_CUDA_SOFTMAX_TRACE"))
+    if (fc_env_flag("FLASHCL_CUDA_SOFTMAX_TRACE"))
         trace_plan(d, plan, legacy, &staged);
     st = fc_cuda_enter(ctx);
     if (st != FLASHCL_SUCCESS) return st;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "attention_internal.h"
+#include "../text.h"
 
 static const int keys_class_dim[FC_ATTN_DIM_CLASSES] = {64, 128, 256};
 static const char *const keys_dtype_name[FC_DTYPE_COUNT] = {"f32", "f16", "bf16"};
@@ -29,8 +30,7 @@ int fc_attn_keys_block(const fc_attn_keys_tile *t, flashcl_dtype dt)
 
 int fc_attn_decode_legacy(void)
 {
-    const char *v = getenv("FLASHCL_ATTENTION_DECODE_LEGACY");
-    return v && *v && strcmp(v, "0") != 0;
+    return fc_env_flag("FLASHCL_ATTENTION_DECODE_LEGACY");
 }
 
 /* float4 columns of O per work-item in the P·V step (FC_ATTN_KVD4). */

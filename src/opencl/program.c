@@ -9,6 +9,7 @@
 #include "cl_internal.h"
 #include "embedded_cl.h"
 #include "../error.h"
+#include "../text.h"
 
 static double now_seconds(void) {
     struct timespec ts;
@@ -209,8 +210,7 @@ flashcl_status fc_cl_build_programs(fc_cl_context *ctx, const char *cache_dir) {
 
     /* FLASHCL_VERBOSE=1: one stderr line per program (a compile from source can take long on
      * some drivers; this says which program and whether the cache served it). */
-    const char *verbose = getenv("FLASHCL_VERBOSE");
-    const int say = verbose && *verbose && strcmp(verbose, "0") != 0;
+    const int say = fc_env_flag("FLASHCL_VERBOSE");
 
     ctx->built_from_cache = 1;
     for (i = 0; i < FC_PROGRAM_COUNT; i++) {

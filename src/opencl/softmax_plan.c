@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "../error.h"
+#include "../text.h"
 #include "softmax_plan.h"
 
 static size_t fc_ceil_pow2(size_t v)
@@ -32,11 +33,6 @@ static size_t fc_ceil_pow2(size_t v)
     return p;
 }
 
-static int fc_env_flag(const char *name)
-{
-    const char *v = getenv(name);
-    return v && *v && strcmp(v, "0") != 0;
-}
 
 /* A team of work-items holding a row of `cols` elements, `items` each, in one work-group of at
  * most max_wg; 0 when the row does not fit. */
