@@ -95,6 +95,29 @@ FC_INLINE float fc_attn_shuffle_xor(float v, uint mask)
 
 #define FC_ATTN_LN2 0.6931471805599453f
 
+/* The forward kernels' arguments, the same for every kernel (tiled, key-parallel decode,
+ * tensor-core), geometry and dtype.
+ *   q, k, v, o     tensors; o is the user's output, or f32 scratch for split-KV partials
+ *   lse            f32 [B, Hq, Sq] (may be NULL when mask.w == 0)
+ *   qs..ls         element strides (batch, seq, head) and view offset (w), lse: (b, h, seq)
+ *   dims           Sq, Sk, D, G = Hq / Hkv
+ *   grid           row tiles per kv head, B·Hkv, Hkv, keys per split
+ *   mask           window_left, window_right (causal folded in: -1 = unbounded), out dtype,
+ *                  1 when lse is written
+ *   score          x, y: scores become y·tanh(x·s) when y != 0 (softcap), else x·s; both
+ *                  carry log2 e so that the softmax runs on exp2
+ *   split_stride   element distance between splits' partials in o and lse
+ *   aligned        bit 0 q, 1 k, 2 v, 3 o: rows start 4-element aligned (vector accesses);
+ *                  bit 5: k rows start 16-byte aligned (the decode kernel's K loads)
+ *   in_dtype       dtype of q, k, v (read by the generic kernels; the others have it built in) */
+#define FC_ATTN_FORWARD_PARAMS                                                                 \
+    __global const uchar *q, __global const uchar *k, __global const uchar *v,                \
+        __global uchar *o, __global float *lse, long4 qs, long4 ks, long4 vs, long4 os,        \
+        long4 ls, int4 dims, int4 grid, int4 mask, float2 score, long2 split_stride,           \
+        int aligned, int in_dtype
+#define FC_ATTN_FORWARD_ARGS                                                                   \
+    q, k, v, o, lse, qs, ks, vs, os, ls, dims, grid, mask, score, split_stride, aligned
+
 /* ---- storage types -----------------------------------------------------------------------
  * Codes as flashcl_dtype: 0 f32, 1 f16, 2 bf16. f16 moves through vload_half/vstore_half
  * (core OpenCL, no cl_khr_fp16), bf16 is the top half of an f32. Element indices are 64-bit.
@@ -242,6 +265,57 @@ FC_INLINE long fc_attn_lo(long i, int off, int wl, int kb)
 FC_INLINE long fc_attn_hi(long i, int off, int wr, int ke)
 {
     return wr >= 0 ? min(i + off + wr, (long)ke - 1) : (long)ke - 1;
+}
+
+/* Where a forward work-group works. The flat group id runs over tiles fastest (reversed when
+ * `reverse`, so that causal tiles with the most keys start first), then (batch, kv head), then
+ * key splits [kb, ke). A tile is BM packed rows (row = g·Sq + i). Its key range [j_begin,
+ * j_end] and the part of it every row sees [full_lo, full_hi] (no mask needed there) are
+ * bounded by its first and last queries, since lo and hi grow with the query index; a tile
+ * that spans two heads holds queries 0 and Sq - 1. */
+typedef struct fc_attn_place {
+    int split, b, kvh, rows, r0, r_last, off, kb, ke;
+    long j_begin, j_end, full_lo, full_hi;
+} fc_attn_place;
+
+/* Declares and fills `fc_attn_place P` for a work-group of BM rows. A macro, not a function
+ * returning the struct: LLVM's inliner then adds noalias scope intrinsics that Oclgrind's
+ * interpreter does not know. */
+#define FC_ATTN_PLACE(P, dims, grid, mask, BM, reverse)                                        \
+    fc_attn_place P;                                                                           \
+    {                                                                                          \
+        const ulong2 t_rest_ = fc_attn_divmod64(get_group_id(0), (ulong)(grid).x);             \
+        const ulong2 s_bh_ = fc_attn_divmod64(t_rest_.x, (ulong)(grid).y);                     \
+        const int2 b_kvh_ = fc_attn_divmod((int)s_bh_.y, (grid).z);                            \
+        const int tile_ = (reverse) ? (grid).x - 1 - (int)t_rest_.y : (int)t_rest_.y;         \
+        P.split = (int)s_bh_.x;                                                                \
+        P.b = b_kvh_.x;                                                                        \
+        P.kvh = b_kvh_.y;                                                                      \
+        P.rows = (dims).w * (dims).x;                                                          \
+        P.r0 = tile_ * (BM);                                                                   \
+        P.r_last = min(P.r0 + (BM), P.rows) - 1;                                               \
+        P.off = (dims).y - (dims).x;                                                           \
+        P.kb = P.split * (grid).w;                                                             \
+        P.ke = (int)min((long)P.kb + (grid).w, (long)(dims).y);                                \
+        const int2 gi0_ = fc_attn_divmod(P.r0, (dims).x);                                      \
+        const int2 gi1_ = fc_attn_divmod(P.r_last, (dims).x);                                  \
+        const int i_min_ = gi0_.x == gi1_.x ? gi0_.y : 0;                                      \
+        const int i_max_ = gi0_.x == gi1_.x ? gi1_.y : (dims).x - 1;                           \
+        P.j_begin = fc_attn_lo(i_min_, P.off, (mask).x, P.kb);                                 \
+        P.j_end = fc_attn_hi(i_max_, P.off, (mask).y, P.ke);                                   \
+        P.full_lo = fc_attn_lo(i_max_, P.off, (mask).x, P.kb);                                 \
+        P.full_hi = fc_attn_hi(i_min_, P.off, (mask).y, P.ke);                                 \
+    }
+
+/* The keys packed row r of a place may see, as (lo, hi); (1, 0) when none or past the last
+ * row, which masks every key. */
+#define FC_ATTN_ROW_KEYS(P, r, Sq, mask)                                                       \
+    fc_attn_row_keys((r), (Sq), (P).rows, (P).off, (P).kb, (P).ke, (mask))
+FC_INLINE int2 fc_attn_row_keys(int r, int Sq, int rows, int off, int kb, int ke, int4 mask)
+{
+    const int qi = fc_attn_divmod(r, Sq).y;
+    const long lo = fc_attn_lo(qi, off, mask.x, kb), hi = fc_attn_hi(qi, off, mask.y, ke);
+    return r >= rows || hi < lo ? (int2)(1, 0) : (int2)((int)lo, (int)hi);
 }
 
 /* Row reductions over the C consecutive work-items that share a row, for all TM rows of a

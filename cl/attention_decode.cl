@@ -117,9 +117,7 @@ FC_INLINE void fc_attn_decode_keys(
     const int KG = WG / VL, KPG = BK / KG;            /* step 4: key groups, keys per group */
     const int KSL = (BK * DPV + WG - 1) / WG, VSL = KPG * VD4;
     const int shuffle = FC_ATTN_SHUFFLE && SC <= 32;
-    const int Sq = dims.x, Sk = dims.y, D = dims.z, G = dims.w;
-    const int ntiles = grid.x, BH = grid.y, Hkv = grid.z, kps = grid.w;
-    const int wl = mask.x, wr = mask.y, out_dt = mask.z, has_lse = mask.w;
+    const int Sq = dims.x, D = dims.z, G = dims.w, out_dt = mask.z, has_lse = mask.w;
     const int lid = (int)get_local_id(0);
     const int kk = lid % BK, kh = lid / BK; /* step 2 */
     const int sr = lid / SC, sc = lid % SC; /* step 3 */
@@ -133,34 +131,17 @@ FC_INLINE void fc_attn_decode_keys(
     __local float *Ml = Al + RT;                            /* [RT] row maxima (end) */
     __local float *red = Ml + RT;                          /* [WG] */
 
-    /* Which tile: as fc_attn_forward_tile (tiles fastest, then (batch, kv head), then splits). */
-    const ulong gid = get_group_id(0);
-    const ulong2 t_rest = fc_attn_divmod64(gid, (ulong)ntiles);
-    const int tile = (int)t_rest.y;
-    const ulong2 s_bh = fc_attn_divmod64(t_rest.x, (ulong)BH);
-    const int bh = (int)s_bh.y, split = (int)s_bh.x;
-    const int2 b_kvh = fc_attn_divmod(bh, Hkv);
-    const int b = b_kvh.x, kvh = b_kvh.y;
-    const int rows = G * Sq, r0 = tile * RT, r_last = min(r0 + RT, rows) - 1;
+    /* Which tile (in order: decode tiles cost the same) and split, and the tile's keys. */
+    FC_ATTN_PLACE(pl, dims, grid, mask, RT, 0)
+    const int split = pl.split, b = pl.b, kvh = pl.kvh, rows = pl.rows, r0 = pl.r0;
+    const int ke = pl.ke;
     const int rt_active = min(RT, rows - r0); /* rows past it do no arithmetic */
-    const int off = Sk - Sq;
-    const int kb = split * kps, ke = (int)min((long)kb + kps, (long)Sk);
-
-    /* Keys of the tile: its first and last queries bound them (lo, hi grow with the query). */
-    const int2 gi0 = fc_attn_divmod(r0, Sq), gi1 = fc_attn_divmod(r_last, Sq);
-    const int i_min = gi0.x == gi1.x ? gi0.y : 0, i_max = gi0.x == gi1.x ? gi1.y : Sq - 1;
-    const long j_begin = fc_attn_lo(i_min, off, wl, kb), j_end = fc_attn_hi(i_max, off, wr, ke);
+    const long j_begin = pl.j_begin, j_end = pl.j_end;
     const long j_stop = j_end >= j_begin ? j_end : -1; /* no visible key: no block */
 
     /* Step 3's row: its visible keys ([1, 0] when none or past the last row) and state. */
-    int row_lo, row_hi;
-    {
-        const int r = r0 + sr, qi = fc_attn_divmod(r, Sq).y;
-        const long lo = fc_attn_lo(qi, off, wl, kb), hi = fc_attn_hi(qi, off, wr, ke);
-        const int empty = r >= rows || hi < lo;
-        row_lo = empty ? 1 : (int)lo;
-        row_hi = empty ? 0 : (int)hi;
-    }
+    const int2 step3_keys = FC_ATTN_ROW_KEYS(pl, r0 + sr, Sq, mask);
+    const int row_lo = step3_keys.x, row_hi = step3_keys.y;
     float m = -INFINITY, l_part = 0.0f;
     float4 acc[FC_ATTN_KRT_MAX][2];
     FC_ATTN_UNROLL for (int r = 0; r < RT; r++)

@@ -37,28 +37,6 @@
 #define FC_ATTN_QS_MAX FC_ATTN_MAX_OVER_TUPLES(FC_ATTN_QS_F)
 #define FC_ATTN_SLOTS_MAX FC_ATTN_MAX_OVER_TUPLES(FC_ATTN_SLOTS_F)
 
-/* The forward kernels' arguments (same for every geometry and dtype).
- *   q, k, v, o     tensors; o is the user's output, or f32 scratch for split-KV partials
- *   lse            f32 [B, Hq, Sq] (may be NULL when mask.w == 0)
- *   qs..ls         element strides (batch, seq, head) and view offset (w), lse: (b, h, seq)
- *   dims           Sq, Sk, D, G = Hq / Hkv
- *   grid           row tiles per kv head, B·Hkv, Hkv, keys per split
- *   mask           window_left, window_right (causal folded in: -1 = unbounded), out dtype,
- *                  1 when lse is written
- *   score          x, y: scores become y·tanh(x·s) when y != 0 (softcap), else x·s; both
- *                  carry log2 e so that the softmax runs on exp2
- *   split_stride   element distance between splits' partials in o and lse
- *   aligned        bit 0 q, 1 k, 2 v, 3 o: rows start 4-element aligned (vector accesses);
- *                  bit 5: k rows start 16-byte aligned (the decode kernel's K loads)
- *   in_dtype       dtype of q, k, v (read by the generic kernels; the others have it built in) */
-#define FC_ATTN_FORWARD_PARAMS                                                                 \
-    __global const uchar *q, __global const uchar *k, __global const uchar *v,                \
-        __global uchar *o, __global float *lse, long4 qs, long4 ks, long4 vs, long4 os,        \
-        long4 ls, int4 dims, int4 grid, int4 mask, float2 score, long2 split_stride,           \
-        int aligned, int in_dtype
-#define FC_ATTN_FORWARD_ARGS                                                                   \
-    q, k, v, o, lse, qs, ks, vs, os, ls, dims, grid, mask, score, split_stride, aligned
-
 /* The inner products, as macros so that the body exists in two forms: every row slice live
  * (SKIP = 0: prefill, no branch in the hot loop) or skipping dead slices (SKIP tests i: decode
  * tiles, which are often larger than G·Sq).
@@ -119,9 +97,7 @@ FC_INLINE void fc_attn_forward_tile(
     const int DC4 = DC / 4, KS4 = FC_ATTN_KS4(DC), PS4 = FC_ATTN_PS4(C, TN), DP4 = DP / 4;
     const int QS = QRES ? 0 : FC_ATTN_QS_(C, R, TM, DC), KS = FC_ATTN_KS_(C, R, TN, DC);
     const int VS = FC_ATTN_VS_(DP, C, R, VC);
-    const int Sq = dims.x, Sk = dims.y, D = dims.z, G = dims.w;
-    const int ntiles = grid.x, BH = grid.y, Hkv = grid.z, kps = grid.w;
-    const int wl = mask.x, wr = mask.y, out_dt = mask.z, has_lse = mask.w;
+    const int Sq = dims.x, D = dims.z, G = dims.w, out_dt = mask.z, has_lse = mask.w;
     const int lid = (int)get_local_id(0), col = lid % C, rg = lid / C;
 
     __local float4 *Ql = smem;
@@ -135,26 +111,10 @@ FC_INLINE void fc_attn_forward_tile(
     __local float *Pf = (__local float *)Pl;
     (void)red; /* unused with shuffles */
 
-    /* Which tile: the flat group id runs over tiles fastest (reversed, so that causal tiles
-     * with the most keys start first), then (batch, kv head), then splits. */
-    const ulong gid = get_group_id(0);
-    const ulong2 t_rest = fc_attn_divmod64(gid, (ulong)ntiles);
-    const int tile = ntiles - 1 - (int)t_rest.y;
-    const ulong2 s_bh = fc_attn_divmod64(t_rest.x, (ulong)BH);
-    const int bh = (int)s_bh.y, split = (int)s_bh.x;
-    const int2 b_kvh = fc_attn_divmod(bh, Hkv);
-    const int b = b_kvh.x, kvh = b_kvh.y;
-    const int rows = G * Sq, r0 = tile * BM, r_last = min(r0 + BM, rows) - 1;
-    const int off = Sk - Sq;
-    const int kb = split * kps, ke = (int)min((long)kb + kps, (long)Sk);
-
-    /* Key range of the whole tile and the part of it visible to every row (no mask needed).
-     * lo and hi grow with the query index, so the tile's first and last queries bound them;
-     * a tile that spans two heads holds queries 0 and Sq - 1. */
-    const int2 gi0 = fc_attn_divmod(r0, Sq), gi1 = fc_attn_divmod(r_last, Sq);
-    const int i_min = gi0.x == gi1.x ? gi0.y : 0, i_max = gi0.x == gi1.x ? gi1.y : Sq - 1;
-    const long j_begin = fc_attn_lo(i_min, off, wl, kb), j_end = fc_attn_hi(i_max, off, wr, ke);
-    const long full_lo = fc_attn_lo(i_max, off, wl, kb), full_hi = fc_attn_hi(i_min, off, wr, ke);
+    /* Which tile and split, its keys and the keys every row sees. */
+    FC_ATTN_PLACE(pl, dims, grid, mask, BM, 1)
+    const int split = pl.split, b = pl.b, kvh = pl.kvh, rows = pl.rows, r0 = pl.r0, ke = pl.ke;
+    const long j_begin = pl.j_begin, j_end = pl.j_end, full_lo = pl.full_lo, full_hi = pl.full_hi;
     const long j_stop = j_end >= j_begin ? j_end : -1; /* no visible key: no tile */
     /* Row slices i with no valid row in the whole tile (decode tiles larger than G·Sq) skip
      * their arithmetic when ROWSKIP: the condition is the same for every work-item, so nothing
@@ -167,11 +127,9 @@ FC_INLINE void fc_attn_forward_tile(
     float4 acc[FC_ATTN_TM_MAX][FC_ATTN_TD4_MAX];
     float s[FC_ATTN_TM_MAX][FC_ATTN_TN_MAX];
     FC_ATTN_UNROLL for (int i = 0; i < TM; i++) {
-        const int r = r0 + i * R + rg, qi = fc_attn_divmod(r, Sq).y;
-        const long lo = fc_attn_lo(qi, off, wl, kb), hi = fc_attn_hi(qi, off, wr, ke);
-        const int empty = r >= rows || hi < lo;
-        row_lo[i] = empty ? 1 : (int)lo;    /* empty: [1, 0] masks every key */
-        row_hi[i] = empty ? 0 : (int)hi;
+        const int2 keys = FC_ATTN_ROW_KEYS(pl, r0 + i * R + rg, Sq, mask);
+        row_lo[i] = keys.x;
+        row_hi[i] = keys.y;
         m[i] = -INFINITY;
         l[i] = 0.0f;
         FC_ATTN_UNROLL for (int sd = 0; sd < TD4; sd++)

@@ -187,9 +187,15 @@ void fc_cl_attention_options(const fc_cl_device *dev, char *out, size_t out_size
 flashcl_status fc_attn_create_kernel(fc_cl_context *ctx, const char *name, cl_kernel *out,
                                      size_t *max_wg)
 {
+    return fc_attn_create_kernel_in(ctx, ctx->attention_program, name, out, max_wg);
+}
+
+flashcl_status fc_attn_create_kernel_in(fc_cl_context *ctx, cl_program program,
+                                        const char *name, cl_kernel *out, size_t *max_wg)
+{
     cl_int err;
     char what[128];
-    *out = clCreateKernel(ctx->attention_program, name, &err);
+    *out = clCreateKernel(program, name, &err);
     if (err != CL_SUCCESS) {
         *out = NULL;
         snprintf(what, sizeof what, "clCreateKernel(%s)", name);
@@ -369,6 +375,7 @@ static flashcl_status plan_forward(fc_cl_context *ctx, const fc_attention_desc *
     const char *force = getenv("FLASHCL_ATTENTION_FAMILY");
     cl_kernel pk, dk, kk;
     const fc_attn_tile *tile;
+    fc_attn_mma_choice mma;
 
     memset(p, 0, sizeof *p);
     p->dim_class = d->head_dim <= 64 ? 0 : d->head_dim <= 128 ? 1 : 2;
@@ -397,7 +404,17 @@ static flashcl_status plan_forward(fc_cl_context *ctx, const fc_attention_desc *
     bn = tile_keys(tile);
     per_cu = p->family == FC_ATTN_DECODE ? 8 : 2;
     kk = ak->decode_keys[p->dim_class][d->dtype];
-    if (p->family == FC_ATTN_DECODE && kk && !fc_attn_decode_legacy()) {
+    if (!(force && !strcmp(force, "decode")) && fc_attn_mma_pick(ctx, d, &mma)) {
+        /* Tensor cores where the device has them, for decode shapes too: there the kernel's
+         * cp.async stream of K and V through local memory outran the key-parallel kernel
+         * (H100, B1 Hq32 Hkv4 Sk65536 f16: 2223 GB/s against 1136), split as prefill tiles. */
+        p->family = FC_ATTN_PREFILL;
+        p->kernel = mma.kernel;
+        p->wg = mma.wg;
+        tile_r = mma.rows;
+        bn = mma.keys;
+        per_cu = 2;
+    } else if (p->family == FC_ATTN_DECODE && kk && !fc_attn_decode_legacy()) {
         /* A split of one block already streams its K and V at once. Eight groups per compute
          * unit, as for the tiled kernel (about three resident by registers and local memory),
          * keep the last wave short. */

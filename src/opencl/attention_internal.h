@@ -31,9 +31,12 @@ size_t fc_attn_dtype_bytes(flashcl_dtype dt);
 /* Makes ctx->attention_scratch hold `bytes` (caller holds launch_lock). */
 flashcl_status fc_attn_scratch_reserve(fc_cl_context *ctx, size_t bytes);
 
-/* clCreateKernel plus its CL_KERNEL_WORK_GROUP_SIZE, failures as statuses. */
+/* clCreateKernel plus its CL_KERNEL_WORK_GROUP_SIZE, failures as statuses: from the attention
+ * program, or (_in) from another. */
 flashcl_status fc_attn_create_kernel(fc_cl_context *ctx, const char *name, cl_kernel *out,
                                      size_t *max_wg);
+flashcl_status fc_attn_create_kernel_in(fc_cl_context *ctx, cl_program program,
+                                        const char *name, cl_kernel *out, size_t *max_wg);
 
 /* Work-group size of fc_attn_merge on this device (a power of two). */
 size_t fc_attn_merge_wg(const fc_cl_device *dev);
@@ -52,5 +55,16 @@ void fc_attn_keys_release_kernels(fc_cl_context *ctx);
 int fc_attn_keys_block(const fc_attn_keys_tile *t, flashcl_dtype dt);
 /* Whether FLASHCL_ATTENTION_DECODE_LEGACY=1 asks for the tiled decode kernel instead. */
 int fc_attn_decode_legacy(void);
+
+/* ---- tensor-core forward (attention_mma.c) ---- */
+typedef struct fc_attn_mma_choice {
+    cl_kernel kernel;
+    size_t wg;
+    int rows, keys;             /* query rows per work-group, keys per block */
+} fc_attn_mma_choice;
+/* Whether the tensor-core kernel takes this forward call (f16/bf16, head_dim a multiple of 8
+ * up to 128, 16-byte aligned rows, kernel built); fills *out when it does. */
+int fc_attn_mma_pick(const fc_cl_context *ctx, const fc_attention_desc *d,
+                     fc_attn_mma_choice *out);
 
 #endif

@@ -94,6 +94,11 @@ typedef struct fc_attention_kernels {
         int rows;             /* RT: query rows per work-group */
         int keys;             /* KB: keys per block for 16-bit storage (f32 blocks: KB / 2) */
     } keys_tile[FC_ATTN_DIM_CLASSES];
+    /* Tensor-core forward (cl/attention_mma.cl, its own program, NVIDIA only), per class
+     * (padded head dim 64, 128) and 16-bit dtype (f16, bf16); NULL where not built. */
+#define FC_ATTN_MMA_CLASSES 2
+    cl_kernel mma[FC_ATTN_MMA_CLASSES][2];
+    int mma_warps;              /* warps per work-group the mma kernels were built for */
     cl_kernel split_merge;      /* split-KV partials (f32 scratch) -> o, lse */
     cl_kernel merge;            /* up to 4 partial (o, lse) -> o, lse (flashcl_attention_merge) */
 } fc_attention_kernels;
@@ -107,6 +112,8 @@ typedef struct fc_cl_context {
     cl_program attention_program;
     fc_attention_kernels attention;
     char attention_options[512];    /* what the attention program was built with */
+    cl_program attention_mma_program; /* NULL on devices without it */
+    char attention_mma_options[512];
     /* Options the softmax program was built with (the -D values also tell softmax.c which
      * work-group sizes the kernels were compiled for). */
     char build_options[512];
@@ -164,6 +171,11 @@ flashcl_status fc_cl_attention_create_kernels(fc_cl_context *ctx);
 void fc_cl_attention_release_kernels(fc_cl_context *ctx);
 flashcl_status fc_cl_attention_forward(void *ctx, const fc_attention_desc *desc);
 flashcl_status fc_cl_attention_merge(void *ctx, const fc_attention_merge_desc *desc);
+/* attention_mma.c (cl/attention_mma.cl's host side): built only where fc_attn_mma_wanted. */
+int fc_attn_mma_wanted(const fc_cl_device *dev);
+void fc_cl_attention_mma_options(const fc_cl_device *dev, char *out, size_t out_size);
+flashcl_status fc_cl_attention_mma_create_kernels(fc_cl_context *ctx);
+void fc_cl_attention_mma_release_kernels(fc_cl_context *ctx);
 
 /* context.c */
 extern const fc_backend fc_opencl_backend;

@@ -6,4 +6,6 @@ extern const char *const fc_softmax_program_sources[];
 extern const size_t fc_softmax_program_source_count;
 extern const char *const fc_attention_program_sources[];
 extern const size_t fc_attention_program_source_count;
+extern const char *const fc_attention_mma_program_sources[];
+extern const size_t fc_attention_mma_program_source_count;
 #endif

@@ -63,17 +63,23 @@ typedef struct fc_program_spec {
     void (*options)(const fc_cl_device *dev, char *out, size_t out_size);
     flashcl_status (*create_kernels)(fc_cl_context *ctx);
     void (*release_kernels)(fc_cl_context *ctx);
+    int (*wanted)(const fc_cl_device *dev); /* NULL: every device */
     size_t program_field;       /* offsetof(fc_cl_context, <name>_program) */
     size_t options_field;       /* offsetof(fc_cl_context, <options buffer>) */
 } fc_program_spec;
 
 static const fc_program_spec fc_programs[] = {
     {"softmax", fc_softmax_program_sources, &fc_softmax_program_source_count,
-     fc_cl_softmax_options, fc_cl_softmax_create_kernels, fc_cl_softmax_release_kernels,
+     fc_cl_softmax_options, fc_cl_softmax_create_kernels, fc_cl_softmax_release_kernels, NULL,
      offsetof(fc_cl_context, softmax_program), offsetof(fc_cl_context, build_options)},
     {"attention", fc_attention_program_sources, &fc_attention_program_source_count,
      fc_cl_attention_options, fc_cl_attention_create_kernels, fc_cl_attention_release_kernels,
-     offsetof(fc_cl_context, attention_program), offsetof(fc_cl_context, attention_options)},
+     NULL, offsetof(fc_cl_context, attention_program), offsetof(fc_cl_context, attention_options)},
+    {"attention_mma", fc_attention_mma_program_sources, &fc_attention_mma_program_source_count,
+     fc_cl_attention_mma_options, fc_cl_attention_mma_create_kernels,
+     fc_cl_attention_mma_release_kernels, fc_attn_mma_wanted,
+     offsetof(fc_cl_context, attention_mma_program),
+     offsetof(fc_cl_context, attention_mma_options)},
 };
 #define FC_PROGRAM_COUNT (sizeof fc_programs / sizeof fc_programs[0])
 #define FC_OPTIONS_SIZE sizeof(((fc_cl_context *)0)->build_options)
@@ -216,7 +222,9 @@ flashcl_status fc_cl_build_programs(fc_cl_context *ctx, const char *cache_dir) {
     for (i = 0; i < FC_PROGRAM_COUNT; i++) {
         int from_cache = 0;
         const double t0 = now_seconds();
-        flashcl_status st = build_program(ctx, &fc_programs[i], dir, caching, &from_cache);
+        flashcl_status st;
+        if (fc_programs[i].wanted && !fc_programs[i].wanted(&ctx->dev)) continue;
+        st = build_program(ctx, &fc_programs[i], dir, caching, &from_cache);
         if (st != FLASHCL_SUCCESS) {
             fc_cl_release_programs(ctx);
             return st;

@@ -151,15 +151,16 @@ static size_t changed_outside(const unsigned char *mask, const void *before, con
     return n;
 }
 
-/* What the CUDA backend's tensor cores add to o's error for 16-bit storage: they take P·V with
- * the probabilities P rounded to the storage type, as FlashAttention does, while the row sums
- * keep them unrounded; |sum_j (p~_j - p_j) v_j| / l <= u * max|v| with u the unit roundoff
- * (2^-11 for f16, 2^-8 for bf16). 0 for f32 and for OpenCL, which keep P in f32. */
+/* What tensor cores add to o's error for 16-bit storage (the CUDA backend, and OpenCL on devices
+ * with matrix units: NVIDIA's, through inline PTX): they take P·V with the probabilities P
+ * rounded to the storage type, as FlashAttention does, while the row sums keep them unrounded;
+ * |sum_j (p~_j - p_j) v_j| / l <= u * max|v| with u the unit roundoff (2^-11 for f16, 2^-8 for
+ * bf16). 0 for f32 and for the FMA kernels, which keep P in f32. */
 double ta_p_rounding_allowance(flashcl_context *ctx, flashcl_dtype dt, double max_abs_v)
 {
     flashcl_device_info info;
     if (dt == FLASHCL_F32 || flashcl_context_device(ctx, &info) != FLASHCL_SUCCESS ||
-        info.backend != FLASHCL_BACKEND_CUDA)
+        (info.backend != FLASHCL_BACKEND_CUDA && !(info.features & FLASHCL_FEATURE_MATRIX_UNITS)))
         return 0.0;
     return host_ref_narrowing_roundoff(dt) * max_abs_v;
 }

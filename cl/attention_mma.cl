@@ -1,0 +1,369 @@
+/* cl/attention_mma.cl — attention forward on NVIDIA tensor cores from OpenCL (f16 / bf16
+ * storage, f32 accumulation). A program of its own, built only for NVIDIA GPUs of compute
+ * capability 8.0 and up: NVIDIA's OpenCL driver has no matrix extension, but it passes inline
+ * PTX through, and mma.sync.m16n8k16, ldmatrix and cp.async work there (probed on an H100).
+ * Needs attention_common.cl (index helpers, key ranges, FC_ATTN_FORWARD_PARAMS).
+ *
+ * The schedule is FlashAttention-2's, as in cuda/attention_tc.cuh: a work-group of FC_MMA_WARPS
+ * warps owns 16·FC_MMA_WARPS packed rows (head-major, as every OpenCL attention kernel packs
+ * them: row = g·Sq + i), each warp 16 of them. Q is copied once into local memory and from
+ * there into registers (A fragments); K and V blocks of KEYS keys stream through a two-slot
+ * ring of local memory with cp.async, the next block's copy in flight during this block's
+ * math, one barrier per block. Per block: S = Q·Kᵀ (ldmatrix for K), online softmax on the
+ * accumulators with exp2 (scale folded into one FMA), O += P·V with P taken from the S
+ * accumulators as the A operand (their layouts coincide) rounded to the storage type, V through
+ * ldmatrix.trans. Blocks are walked from the last visible one down, so the ones that straddle
+ * the causal diagonal or the end of the keys come first and only they pay for the mask.
+ *
+ * Local memory (16-bit elements, rows padded by 8 so that the 8 rows one ldmatrix phase reads
+ * fall into different banks): Q [ROWS][DP + 8] at first, then the ring of 2 × (K, V)
+ * [KEYS][DP + 8] over the same bytes (Q lives in registers by then), then o's 16-bit rows on
+ * the way out. NVIDIA's OpenCL allows 48 KiB, which sets KEYS: 64 at DP 64, 32 at DP 128.
+ *
+ * The host only sends shapes that fit: D a multiple of 8 and at most 128, every q, k, v and o
+ * row 16-byte aligned (offset and strides multiples of 8 elements). Split-KV partials (f32)
+ * are written straight from the accumulators, like the tiled kernel's. */
+
+#ifndef FC_MMA_WARPS
+#define FC_MMA_WARPS 4
+#endif
+#define FC_MMA_THREADS (32 * FC_MMA_WARPS)
+#define FC_MMA_ROWS (16 * FC_MMA_WARPS)
+/* (DP, KEYS) of the two kernels; arrays are sized for the larger. */
+#define FC_MMA_DP_MAX 128
+#define FC_MMA_KEYS_MAX 64
+#define FC_MMA_STRIDE(DP) ((DP) + 8)
+#define FC_MMA_SMEM(DP, KEYS)                                                                  \
+    FC_ATTN_MAX2(FC_MMA_ROWS * FC_MMA_STRIDE(DP), 4 * (KEYS) * FC_MMA_STRIDE(DP))
+
+/* ---- PTX wrappers -------------------------------------------------------------------------- */
+
+/* A local pointer's address in the shared state space (what ldmatrix and cp.async take). */
+FC_INLINE uint fc_mma_smem(__local const void *p) { return (uint)(ulong)p; }
+
+/* 16 bytes global -> local, bypassing L1; zero-filled when !valid (src is then not read but
+ * must still be a mapped address). */
+FC_INLINE void fc_mma_cp16(uint dst, __global const uchar *src, int valid)
+{
+    __asm__ volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src),
+                     "r"(valid ? 16 : 0)
+                     : "memory");
+}
+FC_INLINE void fc_mma_cp_commit(void) { __asm__ volatile("cp.async.commit_group;" ::: "memory"); }
+FC_INLINE void fc_mma_cp_wait_all(void) { __asm__ volatile("cp.async.wait_group 0;" ::: "memory"); }
+
+FC_INLINE uint4 fc_mma_ldmatrix(uint address)
+{
+    uint a, b, c, d;
+    __asm__ volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                     : "=r"(a), "=r"(b), "=r"(c), "=r"(d)
+                     : "r"(address));
+    return (uint4)(a, b, c, d);
+}
+FC_INLINE uint4 fc_mma_ldmatrix_trans(uint address)
+{
+    uint a, b, c, d;
+    __asm__ volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+                     : "=r"(a), "=r"(b), "=r"(c), "=r"(d)
+                     : "r"(address));
+    return (uint4)(a, b, c, d);
+}
+
+/* acc += A·B for one 16x8x16 tile (A row-major 16x16 as a0..a3, B column-major as b0, b1). */
+FC_INLINE float4 fc_mma_16816(const int DT, float4 acc, uint4 a, uint b0, uint b1)
+{
+    float c0 = acc.x, c1 = acc.y, c2 = acc.z, c3 = acc.w;
+    if (DT == FC_ATTN_F16)
+        __asm__("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, "
+                "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+                : "+f"(c0), "+f"(c1), "+f"(c2), "+f"(c3)
+                : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b0), "r"(b1));
+    else
+        __asm__("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
+                "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+                : "+f"(c0), "+f"(c1), "+f"(c2), "+f"(c3)
+                : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b0), "r"(b1));
+    return (float4)(c0, c1, c2, c3);
+}
+
+/* Two floats as a 16-bit pair of dtype DT, first in the low half, rounded to nearest even. */
+FC_INLINE uint fc_mma_pack(const int DT, float lo, float hi)
+{
+    uint r;
+    if (DT == FC_ATTN_F16)
+        __asm__("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    else
+        __asm__("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+}
+
+/* 2^x on the special-function unit (relative error ~2^-22; -inf gives +0). */
+FC_INLINE float fc_mma_exp2(float x)
+{
+    float y;
+    __asm__("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
+/* ---- the kernel body ------------------------------------------------------------------------ */
+
+/* Copies KEYS rows of K or V starting at key j0 into a ring half (DP/8 chunks of 16 bytes per
+ * row): rows at or past `ke` and chunks at or past the head dim are zero-filled, so padded dims
+ * add nothing to a dot product and missing keys carry no NaN into P·V. */
+FC_INLINE void fc_mma_load_rows(__local ushort *tile, __global const uchar *base, ulong head,
+                                long step, int j0, int ke, int D, int lid, const int DP,
+                                const int KEYS)
+{
+    const int CHUNKS = DP / 8;
+#pragma unroll
+    for (int it = 0; it < KEYS * CHUNKS / FC_MMA_THREADS; it++) {
+        const int idx = it * FC_MMA_THREADS + lid, r = idx / CHUNKS, c = idx % CHUNKS;
+        const int ok = j0 + r < ke && c * 8 < D;
+        const __global uchar *src =
+            ok ? base + 2 * (head + (ulong)((long)(j0 + r) * step) + (ulong)(c * 8)) : base;
+        fc_mma_cp16(fc_mma_smem(tile + r * FC_MMA_STRIDE(DP) + c * 8), src, ok);
+    }
+}
+
+FC_INLINE void fc_mma_forward(__global const uchar *q, __global const uchar *k,
+                              __global const uchar *v, __global uchar *o, __global float *lse,
+                              long4 qs, long4 ks, long4 vs, long4 os, long4 ls, int4 dims,
+                              int4 grid, int4 mask, float2 score, long2 split_stride,
+                              __local ushort *smem, const int DT, const int DP, const int KEYS)
+{
+    const int STRIDE = FC_MMA_STRIDE(DP), NT = KEYS / 8, DT8 = DP / 8, KD = DP / 16;
+    const int SLOT = 2 * KEYS * STRIDE; /* one ring slot: K then V */
+    const int Sq = dims.x, D = dims.z, G = dims.w, out_dt = mask.z, has_lse = mask.w;
+    const int lid = (int)get_local_id(0), warp = lid / 32, lane = lid % 32;
+    const int gq = lane / 4, tq = lane % 4; /* mma's row group and thread in the group */
+
+    /* Which tile and split (reversed: causal tiles with the most keys start first), its keys
+     * and the keys every row sees. */
+    FC_ATTN_PLACE(pl, dims, grid, mask, FC_MMA_ROWS, 1)
+    const int split = pl.split, b = pl.b, kvh = pl.kvh, rows = pl.rows, r0 = pl.r0, ke = pl.ke;
+    const long j_begin = pl.j_begin, j_end = pl.j_end, full_lo = pl.full_lo, full_hi = pl.full_hi;
+    const int first_block = (int)(j_begin / KEYS);
+    const int last_block = j_end >= j_begin ? (int)(j_end / KEYS) : first_block - 1;
+
+    /* This thread's two rows (h = 0: row gq, h = 1: row gq + 8 of the warp's 16) and the keys
+     * each may see; an empty range [1, 0] masks every key. */
+    int row_lo[2], row_hi[2];
+    float m[2], l[2];
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        const int2 keys = FC_ATTN_ROW_KEYS(pl, r0 + warp * 16 + gq + 8 * h, Sq, mask);
+        row_lo[h] = keys.x;
+        row_hi[h] = keys.y;
+        m[h] = -INFINITY;
+        l[h] = 0.0f;
+    }
+    float4 acc[FC_MMA_DP_MAX / 8];
+#pragma unroll
+    for (int j = 0; j < FC_MMA_DP_MAX / 8; j++) acc[j] = (float4)(0.0f);
+
+    /* Per-thread ldmatrix addresses (bytes in the shared window). Q (A, 16x16): lanes 0-15
+     * address rows 0-15 at column 0, lanes 16-31 the same rows at column 8: a0..a3. K (B, two
+     * 16x8 tiles): lane l addresses key (l/16)·8 + l%8 at dim ((l/8)%2)·8, so the plain load
+     * gives b0, b1 of key tiles n and n + 1 (rows of K are columns of B). V (B through .trans):
+     * lane l addresses key ((l/8)%2)·8 + l%8 at dim (l/16)·8; the transpose puts keys along k. */
+    const uint q_frag = fc_mma_smem(smem + (warp * 16 + lane % 16) * STRIDE + (lane / 16) * 8);
+    const uint k_frag0 =
+        fc_mma_smem(smem + ((lane / 16) * 8 + lane % 8) * STRIDE + ((lane / 8) % 2) * 8);
+    const uint v_frag0 = fc_mma_smem(smem + KEYS * STRIDE +
+                                     (((lane / 8) % 2) * 8 + lane % 8) * STRIDE + (lane / 16) * 8);
+
+    const ulong k_head = fc_attn_row(ks, b, 0, kvh), v_head = fc_attn_row(vs, b, 0, kvh);
+    uint4 qa[FC_MMA_DP_MAX / 16];
+    if (last_block >= first_block) {
+        /* Q once, through local memory into A fragments; then the ring takes the bytes. */
+        const int CHUNKS = DP / 8;
+#pragma unroll
+        for (int it = 0; it < FC_MMA_ROWS * CHUNKS / FC_MMA_THREADS; it++) {
+            const int idx = it * FC_MMA_THREADS + lid, r = idx / CHUNKS, c = idx % CHUNKS;
+            const int2 gi = fc_attn_divmod(r0 + r, Sq);
+            const int ok = r0 + r < rows && c * 8 < D;
+            const __global uchar *src =
+                ok ? q + 2 * (fc_attn_row(qs, b, gi.y, kvh * G + gi.x) + (ulong)(c * 8)) : q;
+            fc_mma_cp16(fc_mma_smem(smem + r * STRIDE + c * 8), src, ok);
+        }
+        fc_mma_cp_commit();
+        fc_mma_cp_wait_all();
+        barrier(CLK_LOCAL_MEM_FENCE);
+#pragma unroll
+        for (int kk = 0; kk < KD; kk++) qa[kk] = fc_mma_ldmatrix(q_frag + kk * 32);
+        barrier(CLK_LOCAL_MEM_FENCE); /* every warp holds its Q: the ring may overwrite it */
+        fc_mma_load_rows(smem, k, k_head, ks.y, last_block * KEYS, ke, D, lid, DP, KEYS);
+        fc_mma_load_rows(smem + KEYS * STRIDE, v, v_head, vs.y, last_block * KEYS, ke, D, lid,
+                         DP, KEYS);
+        fc_mma_cp_commit();
+    }
+
+    /* Without softcap and with a positive scale the scores stay raw: max(raw)·c is the max of
+     * the scaled ones, and each probability is exp2(fma(s, c, -m)). Otherwise they are
+     * transformed first (softcap·tanh(...) or a negative scale) and c = 1. */
+    const int fold = score.y == 0.0f && score.x > 0.0f;
+    const float c = fold ? score.x : 1.0f;
+    int slot = 0;
+    for (int blk = last_block; blk >= first_block; blk--, slot ^= 1) {
+        const int n0 = blk * KEYS;
+        fc_mma_cp_wait_all();         /* this thread's copies of K/V(blk) have landed */
+        barrier(CLK_LOCAL_MEM_FENCE); /* ... everyone's, and the other slot is free */
+        if (blk > first_block) {      /* the next block streams in during this one */
+            __local ushort *next = smem + (slot ^ 1) * SLOT;
+            fc_mma_load_rows(next, k, k_head, ks.y, n0 - KEYS, ke, D, lid, DP, KEYS);
+            fc_mma_load_rows(next + KEYS * STRIDE, v, v_head, vs.y, n0 - KEYS, ke, D, lid, DP,
+                             KEYS);
+            fc_mma_cp_commit();
+        }
+        const uint k_frag = k_frag0 + (uint)(slot * SLOT * 2);
+        const uint v_frag = v_frag0 + (uint)(slot * SLOT * 2);
+
+        /* S = Q·Kᵀ: this warp's 16 rows by the block's KEYS keys. */
+        float4 s[FC_MMA_KEYS_MAX / 8];
+#pragma unroll
+        for (int n = 0; n < FC_MMA_KEYS_MAX / 8; n++) s[n] = (float4)(0.0f);
+#pragma unroll
+        for (int kk = 0; kk < KD; kk++)
+#pragma unroll
+            for (int n = 0; n < NT; n += 2) {
+                const uint4 kf = fc_mma_ldmatrix(k_frag + (uint)((n * 8 * STRIDE + kk * 16) * 2));
+                s[n] = fc_mma_16816(DT, s[n], qa[kk], kf.x, kf.y);
+                s[n + 1] = fc_mma_16816(DT, s[n + 1], qa[kk], kf.z, kf.w);
+            }
+
+        /* Online softmax. The accumulators hold rows gq (.x, .y) and gq + 8 (.z, .w) at keys
+         * n·8 + 2·tq + (0, 1). */
+        if (!fold) {
+#pragma unroll
+            for (int n = 0; n < NT; n++)
+                s[n] = score.y != 0.0f ? score.y * tanh(score.x * s[n]) : score.x * s[n];
+        }
+        if (!(n0 >= full_lo && n0 + KEYS - 1 <= full_hi)) { /* diagonal and edge blocks only */
+#pragma unroll
+            for (int n = 0; n < NT; n++) {
+                const int j = n0 + n * 8 + 2 * tq;
+                if (j < row_lo[0] || j > row_hi[0]) s[n].x = -INFINITY;
+                if (j + 1 < row_lo[0] || j + 1 > row_hi[0]) s[n].y = -INFINITY;
+                if (j < row_lo[1] || j > row_hi[1]) s[n].z = -INFINITY;
+                if (j + 1 < row_lo[1] || j + 1 > row_hi[1]) s[n].w = -INFINITY;
+            }
+        }
+        float mx[2] = {-INFINITY, -INFINITY}, sub[2], alpha[2];
+#pragma unroll
+        for (int n = 0; n < FC_MMA_KEYS_MAX / 8; n++) {
+            if (n < NT) {
+                mx[0] = fmax(mx[0], fmax(s[n].x, s[n].y));
+                mx[1] = fmax(mx[1], fmax(s[n].z, s[n].w));
+            }
+        }
+#pragma unroll
+        for (int h = 0; h < 2; h++) { /* a row's keys are spread over the 4 lanes of its group */
+            mx[h] = fmax(mx[h], fc_attn_shuffle_xor(mx[h], 1u));
+            mx[h] = fmax(mx[h], fc_attn_shuffle_xor(mx[h], 2u));
+            const float m_new = fmax(m[h], mx[h] * c);
+            sub[h] = m_new == -INFINITY ? 0.0f : m_new; /* nothing seen yet: factor 0, no NaN */
+            alpha[h] = fc_mma_exp2(m[h] - sub[h]);
+            m[h] = m_new;
+            l[h] *= alpha[h];
+        }
+#pragma unroll
+        for (int j = 0; j < DT8; j++) {
+            acc[j].xy *= alpha[0];
+            acc[j].zw *= alpha[1];
+        }
+#pragma unroll
+        for (int n = 0; n < NT; n++) {
+            s[n].x = fc_mma_exp2(fma(s[n].x, c, -sub[0]));
+            s[n].y = fc_mma_exp2(fma(s[n].y, c, -sub[0]));
+            s[n].z = fc_mma_exp2(fma(s[n].z, c, -sub[1]));
+            s[n].w = fc_mma_exp2(fma(s[n].w, c, -sub[1]));
+            l[0] += s[n].x + s[n].y;
+            l[1] += s[n].z + s[n].w;
+        }
+
+        /* O += P·V, 16 keys at a time; P rounded to the storage type (the row sums l keep the
+         * unrounded values: o's error grows by at most the unit roundoff times max|v|). */
+#pragma unroll
+        for (int kk = 0; kk < KEYS / 16; kk++) {
+            const uint4 p = (uint4)(fc_mma_pack(DT, s[2 * kk].x, s[2 * kk].y),
+                                    fc_mma_pack(DT, s[2 * kk].z, s[2 * kk].w),
+                                    fc_mma_pack(DT, s[2 * kk + 1].x, s[2 * kk + 1].y),
+                                    fc_mma_pack(DT, s[2 * kk + 1].z, s[2 * kk + 1].w));
+#pragma unroll
+            for (int j = 0; j < DT8; j += 2) {
+                const uint4 vf =
+                    fc_mma_ldmatrix_trans(v_frag + (uint)((kk * 16 * STRIDE + j * 8) * 2));
+                acc[j] = fc_mma_16816(DT, acc[j], p, vf.x, vf.y);
+                acc[j + 1] = fc_mma_16816(DT, acc[j + 1], p, vf.z, vf.w);
+            }
+        }
+    }
+
+    /* ---- normalise and store ---- */
+    float inv[2];
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        l[h] += fc_attn_shuffle_xor(l[h], 1u);
+        l[h] += fc_attn_shuffle_xor(l[h], 2u);
+        inv[h] = l[h] > 0.0f ? 1.0f / l[h] : 0.0f; /* no visible key: zeros */
+        const int r = r0 + warp * 16 + gq + 8 * h;
+        if (r < rows && tq == 0 && has_lse) {
+            const int2 gi = fc_attn_divmod(r, Sq);
+            lse[fc_attn_row(ls, b, kvh * G + gi.x, gi.y) + (ulong)((long)split * split_stride.y)] =
+                l[h] > 0.0f ? (m[h] + log2(l[h])) * FC_ATTN_LN2 : -INFINITY;
+        }
+    }
+    if (out_dt == FC_ATTN_F32) { /* split-KV partials: f32 pairs straight from the registers */
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const int r = r0 + warp * 16 + gq + 8 * h;
+            if (r >= rows) continue;
+            const int2 gi = fc_attn_divmod(r, Sq);
+            __global float *row = (__global float *)o + fc_attn_row(os, b, gi.y, kvh * G + gi.x) +
+                                  (ulong)((long)split * split_stride.x);
+#pragma unroll
+            for (int j = 0; j < DT8; j++) {
+                const int d = j * 8 + 2 * tq;
+                if (d < D)
+                    vstore2(h ? acc[j].zw * inv[1] : acc[j].xy * inv[0], 0, row + d);
+            }
+        }
+        return;
+    }
+    /* 16-bit o leaves through local memory in 16-byte row chunks (pairs from the registers
+     * would half-fill every memory sector). */
+    barrier(CLK_LOCAL_MEM_FENCE); /* every warp is done with the ring */
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        __local uint *dst = (__local uint *)(smem + (warp * 16 + gq + 8 * h) * STRIDE) + tq;
+#pragma unroll
+        for (int j = 0; j < DT8; j++)
+            dst[j * 4] = h ? fc_mma_pack(DT, acc[j].z * inv[1], acc[j].w * inv[1])
+                           : fc_mma_pack(DT, acc[j].x * inv[0], acc[j].y * inv[0]);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    {
+        const int CHUNKS = DP / 8;
+        for (int idx = lid; idx < FC_MMA_ROWS * CHUNKS; idx += FC_MMA_THREADS) {
+            const int r = idx / CHUNKS, cc = idx % CHUNKS;
+            if (r0 + r >= rows || cc * 8 >= D) continue;
+            const int2 gi = fc_attn_divmod(r0 + r, Sq);
+            const ulong e = fc_attn_row(os, b, gi.y, kvh * G + gi.x) + (ulong)(cc * 8);
+            *(__global uint4 *)(o + 2 * e) = *(__local const uint4 *)(smem + r * STRIDE + cc * 8);
+        }
+    }
+}
+
+#define FC_MMA_KERNEL(name, DT, DP, KEYS)                                                       \
+    __kernel __attribute__((reqd_work_group_size(FC_MMA_THREADS, 1, 1))) void name(           \
+        FC_ATTN_FORWARD_PARAMS)                                                                \
+    {                                                                                          \
+        __local ushort smem[FC_MMA_SMEM(DP, KEYS)] __attribute__((aligned(16)));               \
+        (void)aligned, (void)in_dtype;                                                         \
+        fc_mma_forward(q, k, v, o, lse, qs, ks, vs, os, ls, dims, grid, mask, score,          \
+                       split_stride, smem, DT, DP, KEYS);                                      \
+    }
+FC_MMA_KERNEL(fc_attn_mma_d64_f16, FC_ATTN_F16, 64, 64)
+FC_MMA_KERNEL(fc_attn_mma_d64_bf16, FC_ATTN_BF16, 64, 64)
+FC_MMA_KERNEL(fc_attn_mma_d128_f16, FC_ATTN_F16, 128, 32)
+FC_MMA_KERNEL(fc_attn_mma_d128_bf16, FC_ATTN_BF16, 128, 32)

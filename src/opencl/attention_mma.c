@@ -1,0 +1,96 @@
+/* Host side of the tensor-core attention program (cl/attention_mma.cl): whether a device gets
+ * it, its build options, its kernels, and which forward calls it takes. The launch itself is
+ * attention.c's (same arguments as the tiled kernel, including split-KV). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attention_internal.h"
+#include "../text.h"
+
+/* Head-dim classes of the kernels (padded head dim, keys per block) and the warps per
+ * work-group: 16 query rows per warp. Keys per block as local memory allows (48 KiB on NVIDIA:
+ * two ring slots of K and V, 64 keys at 64 dims, 32 at 128). */
+static const int fc_mma_dim[FC_ATTN_MMA_CLASSES] = {64, 128};
+static const int fc_mma_keys[FC_ATTN_MMA_CLASSES] = {64, 32};
+#define FC_MMA_DEFAULT_WARPS 4
+
+/* NVIDIA GPUs from compute capability 8.0 (cp.async, bf16 mma) through the PTX pass-through
+ * of NVIDIA's OpenCL driver. FLASHCL_ATTENTION_NO_MMA=1 leaves the program out (A/B runs). */
+int fc_attn_mma_wanted(const fc_cl_device *dev)
+{
+    return dev->vendor == FC_VENDOR_NVIDIA && dev->is_gpu && dev->subgroups == FC_SG_NV_PTX &&
+           dev->nv_compute_major >= 8 && dev->local_mem_bytes >= 36864 &&
+           !fc_env_flag("FLASHCL_ATTENTION_NO_MMA");
+}
+
+/* Warps per work-group: 4, or FLASHCL_ATTENTION_MMA_WARPS (1, 2, 4 or 8) for measurements. */
+static int mma_warps(void)
+{
+    const char *env = getenv("FLASHCL_ATTENTION_MMA_WARPS");
+    const int w = env && *env ? atoi(env) : FC_MMA_DEFAULT_WARPS;
+    return w == 1 || w == 2 || w == 4 || w == 8 ? w : FC_MMA_DEFAULT_WARPS;
+}
+
+void fc_cl_attention_mma_options(const fc_cl_device *dev, char *out, size_t out_size)
+{
+    (void)dev;
+    snprintf(out, out_size, "-DFC_SG_NV_PTX -DFC_MMA_WARPS=%d", mma_warps());
+}
+
+flashcl_status fc_cl_attention_mma_create_kernels(fc_cl_context *ctx)
+{
+    fc_attention_kernels *ak = &ctx->attention;
+    static const char *const dt_name[2] = {"f16", "bf16"};
+    int c, dt;
+    ak->mma_warps = mma_warps();
+    for (c = 0; c < FC_ATTN_MMA_CLASSES; c++)
+        for (dt = 0; dt < 2; dt++) {
+            char name[64];
+            size_t max_wg = 0;
+            flashcl_status st;
+            snprintf(name, sizeof name, "fc_attn_mma_d%d_%s", fc_mma_dim[c], dt_name[dt]);
+            st = fc_attn_create_kernel_in(ctx, ctx->attention_mma_program, name,
+                                          &ak->mma[c][dt], &max_wg);
+            if (st != FLASHCL_SUCCESS) return st;
+            /* Too many registers for the work-group: the tiled kernel takes these calls. */
+            if (max_wg < (size_t)(32 * ak->mma_warps)) {
+                clReleaseKernel(ak->mma[c][dt]);
+                ak->mma[c][dt] = NULL;
+            }
+        }
+    return FLASHCL_SUCCESS;
+}
+
+void fc_cl_attention_mma_release_kernels(fc_cl_context *ctx)
+{
+    int c, dt;
+    for (c = 0; c < FC_ATTN_MMA_CLASSES; c++)
+        for (dt = 0; dt < 2; dt++) {
+            if (ctx->attention.mma[c][dt]) clReleaseKernel(ctx->attention.mma[c][dt]);
+            ctx->attention.mma[c][dt] = NULL;
+        }
+}
+
+/* Whether every row of a [B, S, H, D] view starts 16-byte aligned (cp.async and the 16-byte o
+ * stores need it): offset and strides multiples of 8 16-bit elements. */
+static int rows_16b(size_t offset, const int64_t *strides)
+{
+    return offset % 16 == 0 && strides[0] % 8 == 0 && strides[1] % 8 == 0 && strides[2] % 8 == 0;
+}
+
+int fc_attn_mma_pick(const fc_cl_context *ctx, const fc_attention_desc *d, fc_attn_mma_choice *out)
+{
+    const fc_attention_kernels *ak = &ctx->attention;
+    const int c = d->head_dim <= 64 ? 0 : 1, dt = d->dtype == FLASHCL_BF16 ? 1 : 0;
+    if (d->dtype == FLASHCL_F32 || d->head_dim > 128 || d->head_dim % 8 != 0 || !ak->mma[c][dt] ||
+        ctx->dev.mem_base_align_bytes < 16 || !rows_16b(d->q_offset, d->q_strides) ||
+        !rows_16b(d->k_offset, d->k_strides) || !rows_16b(d->v_offset, d->v_strides) ||
+        !rows_16b(d->o_offset, d->o_strides))
+        return 0;
+    out->kernel = ak->mma[c][dt];
+    out->wg = (size_t)(32 * ak->mma_warps);
+    out->rows = 16 * ak->mma_warps;
+    out->keys = fc_mma_keys[c];
+    return 1;
+}
