@@ -43,7 +43,10 @@
  *   attention_common.cl   tuples, storage types, index helpers, key ranges, row reductions
  *   attention_forward.cl  the tiled forward kernel (prefill, legacy decode)
  *   attention_decode.cl   the key-parallel split-KV decode kernel
- *   attention_merge.cl    the split-KV merge and flashcl_attention_merge's kernel */
+ *   attention_merge.cl    the split-KV merge and flashcl_attention_merge's kernel
+ * NVIDIA GPUs (compute capability 8.0+) also get a program of its own, attention_common.cl +
+ * attention_mma.cl: the same forward on tensor cores through inline PTX, which the host prefers
+ * for f16/bf16 with D <= 128 (src/opencl/attention_mma.c). */
 #ifndef FLASHCL_EMBEDDED
 #include "portability.h"
 #include "dtype.h"
