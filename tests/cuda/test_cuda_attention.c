@@ -16,6 +16,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "../../cuda/attention_shared.h" /* FC_ATTENTION_WGMMA_CONFIGS */
 #include "attention_ref.h"
 #include "flashcl.h"
 #include "host_ref.h"
@@ -221,9 +222,9 @@ static void test_forward_paths_all(void **state) {
     unsetenv("FLASHCL_CUDA_ATTENTION_NO_WGMMA");
 }
 
-/* The wgmma kernel (cuda/attention_wgmma.cuh), forced: wgmma_d64 for head_dim <= 64, wgmma_d128
- * above. Blocks of 128 packed rows and 128 keys: the cases cross one and several row and key
- * blocks with tails, rows past the packed ones (a warpgroup with no row), GQA / MQA packing,
+/* The wgmma kernel (cuda/attention_wgmma.cuh), forced through every configuration whose pad
+ * covers the case's head_dim. Blocks of 64 or 128 packed rows and 64 or 128 keys: the cases
+ * cross one and several row and key blocks with tails, rows past the packed ones (a warpgroup with no row), GQA / MQA packing,
  * causal with Sq < Sk, = Sk and > Sk (rows with no visible key), windows, softcap, padded row
  * strides, head_dim below the pad, split-KV partials and the merge of halves. */
 static void test_wgmma_paths(void **state) {
@@ -262,17 +263,28 @@ static void test_wgmma_paths(void **state) {
         printf("SKIP: wgmma cases: %s\n", g_no_wgmma_reason);
         return;
     }
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        setenv("FLASHCL_CUDA_ATTENTION_CONFIG", cases[i].D <= 64 ? "wgmma_d64" : "wgmma_d128", 1);
-        run_case(&cases[i], 0);
+    static const struct {
+        const char *name;
+        int pad;
+    } configs[] = {
+#define WGMMA_CONFIG_(name, pad, keys, wgs) {#name, pad},
+        FC_ATTENTION_WGMMA_CONFIGS(WGMMA_CONFIG_)
+#undef WGMMA_CONFIG_
+    };
+    for (size_t c = 0; c < sizeof configs / sizeof configs[0]; c++) {
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            if (cases[i].D > configs[c].pad) continue;
+            setenv("FLASHCL_CUDA_ATTENTION_CONFIG", configs[c].name, 1);
+            printf("%s: %s\n", configs[c].name, cases[i].what);
+            run_case(&cases[i], 0);
+        }
+        for (size_t i = 0; i < sizeof halves / sizeof halves[0]; i++) {
+            if (halves[i].D > configs[c].pad) continue;
+            setenv("FLASHCL_CUDA_ATTENTION_CONFIG", configs[c].name, 1);
+            printf("%s: %s\n", configs[c].name, halves[i].what);
+            run_case(&halves[i], 1);
+        }
     }
-    for (size_t i = 0; i < sizeof halves / sizeof halves[0]; i++) {
-        setenv("FLASHCL_CUDA_ATTENTION_CONFIG", halves[i].D <= 64 ? "wgmma_d64" : "wgmma_d128", 1);
-        run_case(&halves[i], 1);
-    }
-    /* wgmma_d128 for a head_dim the d64 configuration would take */
-    setenv("FLASHCL_CUDA_ATTENTION_CONFIG", "wgmma_d128", 1);
-    run_case(&cases[0], 0);
     unsetenv("FLASHCL_CUDA_ATTENTION_CONFIG");
 }
 
