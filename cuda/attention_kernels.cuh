@@ -5,6 +5,7 @@
 #include "attention_simt.cuh"
 #include "attention_tc.cuh"
 #include "attention_tc_decode.cuh"
+#include "attention_wgmma.cuh"
 
 #define FC_ATTENTION_TC_KERNEL(name, DP, KEYS, MT)                                              \
     extern "C" __global__ void __launch_bounds__(FC_ATTENTION_TC_THREADS, 2)                    \
@@ -16,6 +17,26 @@
         attention_tc<FC_BF16, DP, KEYS, MT>(a);                                                 \
     }
 FC_ATTENTION_TC_CONFIGS(FC_ATTENTION_TC_KERNEL)
+
+/* The wgmma kernels exist in every image (the host looks every name up) but have a body only in
+ * the sm_90a cubin: wgmma needs the arch-specific target, and the host launches them only on
+ * compute capability 9.0, whose driver loads that cubin. One block per SM: the ring takes most
+ * of the shared memory and the two warpgroups all of the registers they want. */
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define FC_ATTENTION_WGMMA_BODY(DT, DP, KEYS, WGS) attention_wgmma<DT, DP, KEYS, WGS>(a);
+#else
+#define FC_ATTENTION_WGMMA_BODY(DT, DP, KEYS, WGS) (void)a;
+#endif
+#define FC_ATTENTION_WGMMA_KERNEL(name, DP, KEYS, WGS)                                          \
+    extern "C" __global__ void __launch_bounds__(FC_ATTENTION_WGMMA_WG_THREADS * (WGS), 1)     \
+        fc_attention_##name##_f16(fc_attention_args a) {                                        \
+        FC_ATTENTION_WGMMA_BODY(FC_F16, DP, KEYS, WGS)                                          \
+    }                                                                                           \
+    extern "C" __global__ void __launch_bounds__(FC_ATTENTION_WGMMA_WG_THREADS * (WGS), 1)     \
+        fc_attention_##name##_bf16(fc_attention_args a) {                                       \
+        FC_ATTENTION_WGMMA_BODY(FC_BF16, DP, KEYS, WGS)                                         \
+    }
+FC_ATTENTION_WGMMA_CONFIGS(FC_ATTENTION_WGMMA_KERNEL)
 
 #define FC_ATTENTION_TC_DECODE_KERNEL(name, DP, KEYS, STAGES)                                   \
     extern "C" __global__ void __launch_bounds__(FC_ATTENTION_TC_THREADS)                       \

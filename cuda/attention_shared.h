@@ -70,6 +70,25 @@ typedef struct fc_merge_args {
 #define FC_ATTENTION_TC_WARPS 4
 #define FC_ATTENTION_TC_THREADS (32 * FC_ATTENTION_TC_WARPS)
 
+/* Hopper warpgroup-MMA forward (cuda/attention_wgmma.cuh; sm_90a cubin only, launched on
+ * compute capability 9.0 alone): blocks of `wgs` warpgroups of 128 threads, each warpgroup
+ * owning 64 packed rows, key blocks of `keys`. X(name, head_dim_pad, keys, wgs); the host takes
+ * the first whose pad covers head_dim, before the tensor-core prefill configurations, unless
+ * FLASHCL_CUDA_ATTENTION_NO_WGMMA is set; FLASHCL_CUDA_ATTENTION_CONFIG=name forces one. The
+ * one-warpgroup configurations (64 rows per block, two blocks per SM, which do not wait at each
+ * other's barriers) are measurement alternatives, not yet timed against the first two. */
+#define FC_ATTENTION_WGMMA_CONFIGS(X) \
+    X(wgmma_d64, 64, 128, 2)          \
+    X(wgmma_d128, 128, 128, 2)        \
+    X(wgmma_d64w1, 64, 128, 1)        \
+    X(wgmma_d128w1k64, 128, 64, 1)
+#define FC_ATTENTION_WGMMA_ROWS_PER_WG 64
+#define FC_ATTENTION_WGMMA_WG_THREADS 128
+/* Dynamic shared memory of a configuration: Q, two ring slots of K + V (16-bit), and 1024 bytes
+ * of slack for aligning the start to the 1024-byte swizzle atoms. */
+#define FC_ATTENTION_WGMMA_SMEM(pad, keys, wgs) \
+    ((FC_ATTENTION_WGMMA_ROWS_PER_WG * (wgs) + 2 * 2 * (keys)) * (pad) * 2 + 1024)
+
 /* Tensor-core decode (f16/bf16, at most 16 packed rows): 4 warps, each streaming its own key
  * blocks of `keys` through a ring of `stages` shared-memory slots. X(name, head_dim_pad, keys,
  * stages); sized for two blocks per SM on sm90 (one for d256). Rings of 2 and 4 slots at D = 128

@@ -149,31 +149,7 @@ __device__ void attention_tc(const fc_attention_args &a) {
     __syncthreads(); /* every warp is done with Q's tile */
 #pragma unroll
     for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-        for (int h = 0; h < 2; h++) {
-            l[mt][h] = row_group_sum(l[mt][h]);
-            const float inv = row_normaliser(l[mt][h]);
-            const int r = warp * 16 * MT + mt * 16 + g + 8 * h;
-#pragma unroll
-            for (int j = 0; j < DT8; j++)
-                *reinterpret_cast<unsigned *>(q_tile + r * STRIDE + j * 8 + 2 * t) =
-                    pack_pair<DT>(o[mt][j][2 * h] * inv, o[mt][j][2 * h + 1] * inv);
-            const int64_t row = r0 + r;
-            if (t == 0 && row < a.seqlen_q * a.group) {
-                int64_t qi, qh;
-                unpack_row(a, row, kv_head, qi, qh);
-                store_lse(a, b, qi, qh, m[mt][h], l[mt][h]);
-            }
-        }
+        stage_o_tile<DT, DT8, STRIDE>(a, q_tile, warp * 16 * MT + mt * 16, r0, b, kv_head, o[mt], m[mt], l[mt], g, t);
     __syncthreads();
-    constexpr int CHUNKS = DP / 8;
-#pragma unroll 1
-    for (int idx = threadIdx.x; idx < ROWS * CHUNKS; idx += THREADS) {
-        const int r = idx / CHUNKS, c = idx % CHUNKS;
-        int64_t qi, qh;
-        if (r0 + r >= a.seqlen_q * a.group || c * 8 >= a.head_dim) continue;
-        unpack_row(a, r0 + r, kv_head, qi, qh);
-        char *dst = reinterpret_cast<char *>(a.o) + (b * a.o_strides[0] + qi * a.o_strides[1] + qh * a.o_strides[2] + c * 8) * 2;
-        *reinterpret_cast<uint4 *>(dst) = *reinterpret_cast<const uint4 *>(q_tile + r * STRIDE + c * 8);
-    }
+    copy_out_rows<DP, ROWS, THREADS>(a, q_tile, r0, b, kv_head);
 }

@@ -250,3 +250,47 @@ FC_DEVICE void store_tile(const fc_attention_args &a, int64_t row0, int64_t b, i
         if (t == 0) store_lse(a, b, qi, qh, m[h], l[h]);
     }
 }
+
+/* The unsplit epilogue, first half: row sums over the 4 lanes of a row group, normalisation,
+ * and the 16-row tile's o (mma's accumulator layout) written as 16-bit pairs into rows
+ * [r, r + 16) of a staging tile of STRIDE elements per row; the rows' lse go straight out. r0:
+ * the block's first packed row (staging row x is packed row r0 + x). */
+template <int DT, int DT8, int STRIDE>
+FC_DEVICE void stage_o_tile(const fc_attention_args &a, uint16_t *tile, int r, int64_t r0, int64_t b,
+                            int kv_head, const float (&o)[DT8][4], const float (&m)[2], float (&l)[2],
+                            int g, int t) {
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        l[h] = row_group_sum(l[h]);
+        const float inv = row_normaliser(l[h]);
+        const int x = r + g + 8 * h;
+#pragma unroll
+        for (int j = 0; j < DT8; j++)
+            *reinterpret_cast<unsigned *>(tile + x * STRIDE + j * 8 + 2 * t) =
+                pack_pair<DT>(o[j][2 * h] * inv, o[j][2 * h + 1] * inv);
+        const int64_t row = r0 + x;
+        if (t == 0 && row < a.seqlen_q * a.group) {
+            int64_t qi, qh;
+            unpack_row(a, row, kv_head, qi, qh);
+            store_lse(a, b, qi, qh, m[h], l[h]);
+        }
+    }
+}
+
+/* The unsplit epilogue, second half (after a barrier): rows [0, ROWS) of the staging tile (DP + 8
+ * elements per row) to o in 16-byte chunks, chunks past head_dim and rows past the packed rows
+ * left out. */
+template <int DP, int ROWS, int THREADS>
+FC_DEVICE void copy_out_rows(const fc_attention_args &a, const uint16_t *tile, int64_t r0, int64_t b,
+                             int kv_head) {
+    constexpr int CHUNKS = DP / 8, STRIDE = DP + 8;
+#pragma unroll 1
+    for (int idx = threadIdx.x; idx < ROWS * CHUNKS; idx += THREADS) {
+        const int r = idx / CHUNKS, c = idx % CHUNKS;
+        int64_t qi, qh;
+        if (r0 + r >= a.seqlen_q * a.group || c * 8 >= a.head_dim) continue;
+        unpack_row(a, r0 + r, kv_head, qi, qh);
+        char *dst = reinterpret_cast<char *>(a.o) + (b * a.o_strides[0] + qi * a.o_strides[1] + qh * a.o_strides[2] + c * 8) * 2;
+        *reinterpret_cast<uint4 *>(dst) = *reinterpret_cast<const uint4 *>(tile + r * STRIDE + c * 8);
+    }
+}

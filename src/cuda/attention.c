@@ -1,6 +1,6 @@
 /* The CUDA backend's attention: forward (tensor cores for f16/bf16 with 16-byte aligned rows and
  * head_dim % 8 == 0 -- a decode kernel for at most 16 packed query rows, the prefill kernel
- * otherwise -- true-f32 SIMT for the rest) with split-KV when the problem has too few blocks
+ * otherwise: wgmma on compute capability 9.0, mma.sync elsewhere -- true-f32 SIMT for the rest) with split-KV when the problem has too few blocks
  * to fill the GPU (decode: few queries, long keys), and the merge of partial results. */
 #include <stdlib.h>
 #include <string.h>
@@ -86,10 +86,25 @@ static const fc_cuda_attention_kernel *first_fit(const fc_cuda_attention_kernel 
     return found;
 }
 
+/* Whether FLASHCL_CUDA_ATTENTION_CONFIG names a wgmma configuration ("wgmma_..."). */
+static int forces_wgmma(const char *forced) { return forced && !strncmp(forced, "wgmma_", 6); }
+
+/* Whether this device can run any wgmma kernel (compute capability 9.0, enough shared memory). */
+static int have_wgmma(const fc_cuda_context *ctx) {
+    int c, dt;
+    for (c = 0; c < FC_WGMMA_CONFIG_COUNT; c++)
+        for (dt = 0; dt < 2; dt++)
+            if (ctx->kernels.attention_wgmma[c][dt].usable) return 1;
+    return 0;
+}
+
 /* The forward kernel for this call: tensor cores when the dtype is 16-bit and the rows allow
- * 16-byte copies (the decode kernel when all packed rows fit its 16, unless
- * FLASHCL_CUDA_ATTENTION_NO_DECODE=1 asks for the prefill kernel, for comparisons), else the
- * SIMT kernel, which takes any layout. */
+ * 16-byte copies -- the decode kernel when all packed rows fit its 16 (unless
+ * FLASHCL_CUDA_ATTENTION_NO_DECODE asks for a prefill kernel, for comparisons), else Hopper's
+ * wgmma kernel on compute capability 9.0 (unless FLASHCL_CUDA_ATTENTION_NO_WGMMA), else the
+ * mma.sync prefill kernel -- and the SIMT kernel, which takes any layout, for the rest. A
+ * forced configuration (FLASHCL_CUDA_ATTENTION_CONFIG) of the wgmma family skips the decode
+ * kernel and overrides NO_WGMMA; one of another family skips the wgmma kernels. */
 static const fc_cuda_attention_kernel *choose_kernel(const fc_cuda_context *ctx,
                                                      const fc_attention_desc *d,
                                                      const fc_attention_args *a, int *decode) {
@@ -97,16 +112,21 @@ static const fc_cuda_attention_kernel *choose_kernel(const fc_cuda_context *ctx,
     const size_t bytes = dtype_bytes(d->dtype);
     const fc_cuda_attention_kernel *kernel = NULL;
     const char *forced = getenv("FLASHCL_CUDA_ATTENTION_CONFIG");
+    const int force_wgmma = forces_wgmma(forced);
     *decode = 0;
     if (d->dtype != FLASHCL_F32 && d->head_dim % 8 == 0 &&
         rows_16b_aligned(a->q, a->q_strides, bytes) && rows_16b_aligned(a->k, a->k_strides, bytes) &&
         rows_16b_aligned(a->v, a->v_strides, bytes) && rows_16b_aligned(a->o, a->o_strides, bytes)) {
-        if (d->seqlen_q * a->group <= FC_ATTENTION_TC_DECODE_ROWS &&
+        if (!force_wgmma && d->seqlen_q * a->group <= FC_ATTENTION_TC_DECODE_ROWS &&
             !fc_env_flag("FLASHCL_CUDA_ATTENTION_NO_DECODE")) {
             kernel = first_fit(&k->attention_tc_decode[0][d->dtype - 1], FC_TC_DECODE_CONFIG_COUNT,
                                2, d->head_dim, forced);
             *decode = kernel != NULL;
         }
+        if (!kernel &&
+            (force_wgmma || (!forced && !fc_env_flag("FLASHCL_CUDA_ATTENTION_NO_WGMMA"))))
+            kernel = first_fit(&k->attention_wgmma[0][d->dtype - 1], FC_WGMMA_CONFIG_COUNT, 2,
+                               d->head_dim, forced);
         if (!kernel)
             kernel = first_fit(&k->attention_tc[0][d->dtype - 1], FC_TC_CONFIG_COUNT, 2, d->head_dim,
                                forced);
@@ -145,6 +165,12 @@ flashcl_status fc_cuda_attention_forward(void *opaque, const fc_attention_desc *
     a.causal = d->causal, a.window_left = d->window_left, a.window_right = d->window_right;
     a.group = (int32_t)(d->heads_q / d->heads_kv);
 
+    if (forces_wgmma(getenv("FLASHCL_CUDA_ATTENTION_CONFIG")) && !have_wgmma(ctx))
+        return fc_fail(FLASHCL_UNSUPPORTED,
+                       "FLASHCL_CUDA_ATTENTION_CONFIG=%s: the wgmma attention kernels run only on "
+                       "compute capability 9.0 devices (%s is %d.%d)",
+                       getenv("FLASHCL_CUDA_ATTENTION_CONFIG"), ctx->info.name, ctx->cc_major,
+                       ctx->cc_minor);
     kernel = choose_kernel(ctx, d, &a, &decode);
     if (!kernel)
         return fc_fail(FLASHCL_UNSUPPORTED,

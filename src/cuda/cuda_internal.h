@@ -20,7 +20,8 @@ enum {
     FC_ROW_CONFIG_COUNT
 };
 
-/* Attention configurations, indexed like FC_ATTENTION_TC_CONFIGS / FC_ATTENTION_SIMT_CONFIGS. */
+/* Attention configurations, indexed like FC_ATTENTION_TC_CONFIGS, FC_ATTENTION_TC_DECODE_CONFIGS,
+ * FC_ATTENTION_WGMMA_CONFIGS and FC_ATTENTION_SIMT_CONFIGS. */
 enum {
 #define FC_TC_CONFIG_ENUM_(name, pad, keys, mtiles) FC_TC_CONFIG_##name,
     FC_ATTENTION_TC_CONFIGS(FC_TC_CONFIG_ENUM_)
@@ -32,6 +33,12 @@ enum {
     FC_ATTENTION_TC_DECODE_CONFIGS(FC_TC_DECODE_CONFIG_ENUM_)
 #undef FC_TC_DECODE_CONFIG_ENUM_
     FC_TC_DECODE_CONFIG_COUNT
+};
+enum {
+#define FC_WGMMA_CONFIG_ENUM_(name, pad, keys, wgs) FC_WGMMA_CONFIG_##name,
+    FC_ATTENTION_WGMMA_CONFIGS(FC_WGMMA_CONFIG_ENUM_)
+#undef FC_WGMMA_CONFIG_ENUM_
+    FC_WGMMA_CONFIG_COUNT
 };
 enum {
 #define FC_SIMT_CONFIG_ENUM_(name, pad) FC_SIMT_CONFIG_##name,
@@ -67,6 +74,7 @@ typedef struct fc_cuda_kernels {
     int softmax_staged_blocks_per_sm[FC_CUDA_DTYPES]; /* at that much shared memory */
     fc_cuda_attention_kernel attention_tc[FC_TC_CONFIG_COUNT][2];        /* [config][f16, bf16] */
     fc_cuda_attention_kernel attention_tc_decode[FC_TC_DECODE_CONFIG_COUNT][2];
+    fc_cuda_attention_kernel attention_wgmma[FC_WGMMA_CONFIG_COUNT][2]; /* usable on cc 9.0 only */
     fc_cuda_attention_kernel attention_simt[FC_SIMT_CONFIG_COUNT][FC_CUDA_DTYPES];
     CUfunction attention_merge[FC_CUDA_DTYPES];                       /* by the parts' dtype */
 } fc_cuda_kernels;

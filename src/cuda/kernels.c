@@ -119,7 +119,7 @@ static flashcl_status get_softmax_kernels(fc_cuda_context *ctx, int dt) {
 }
 
 /* Shared memory of the attention kernels (cuda/attention_tc.cuh, attention_tc_decode.cuh,
- * attention_simt.cuh), as they lay it out. */
+ * attention_simt.cuh), as they lay it out; the wgmma kernels' is FC_ATTENTION_WGMMA_SMEM. */
 static unsigned tc_smem(int pad, int keys, int rows) {
     return (unsigned)((rows + 2 * 2 * keys) * (pad + 8) * 2); /* Q, and two slots of K + V */
 }
@@ -175,6 +175,19 @@ static flashcl_status get_attention_kernels(fc_cuda_context *ctx) {
     }
     FC_ATTENTION_TC_DECODE_CONFIGS(FC_GET_TC_DECODE_)
 #undef FC_GET_TC_DECODE_
+    /* The wgmma kernels are empty outside the sm_90a cubin, which only a compute capability 9.0
+     * device loads: elsewhere they are looked up (every image has them) but never usable. */
+#define FC_GET_WGMMA_(cfg, pad, keys, wgs)                                                     \
+    for (dt = FLASHCL_F16; dt <= FLASHCL_BF16 && st == FLASHCL_SUCCESS; dt++) {                \
+        fc_cuda_attention_kernel *kw = &k->attention_wgmma[FC_WGMMA_CONFIG_##cfg][dt - 1];    \
+        snprintf(name, sizeof name, "fc_attention_" #cfg "_%s", fc_dtype_suffix[dt]);          \
+        st = get_attention_kernel(ctx, kw, name, #cfg, FC_ATTENTION_WGMMA_SMEM(pad, keys, wgs), \
+                                  pad, FC_ATTENTION_WGMMA_ROWS_PER_WG * (wgs), keys,           \
+                                  FC_ATTENTION_WGMMA_WG_THREADS * (wgs));                      \
+        if (!(ctx->cc_major == 9 && ctx->cc_minor == 0)) kw->usable = 0;                        \
+    }
+    FC_ATTENTION_WGMMA_CONFIGS(FC_GET_WGMMA_)
+#undef FC_GET_WGMMA_
 #define FC_GET_SIMT_(cfg, pad)                                                                 \
     for (dt = 0; dt < FC_CUDA_DTYPES && st == FLASHCL_SUCCESS; dt++) {                         \
         snprintf(name, sizeof name, "fc_attention_simt_" #cfg "_%s", fc_dtype_suffix[dt]);     \

@@ -1,5 +1,7 @@
 /* The CUDA backend's attention paths, each against host_ref_attention (double): tensor cores
- * (f16 / bf16, several head_dim paddings, GQA packing, causal bottom-right, window, softcap),
+ * (f16 / bf16, several head_dim paddings, GQA packing, causal bottom-right, window, softcap;
+ * on compute capability 9.0 both the wgmma prefill kernel, forced through every configuration
+ * of its own case table, and the mma.sync one, under FLASHCL_CUDA_ATTENTION_NO_WGMMA=1),
  * the SIMT kernel (f32, and 16-bit layouts the tensor-core kernel refuses), split-KV decode,
  * the decode kernel (at most 16 packed rows, warps streaming their own keys), lse, the
  * fallback configurations (forced here), and flashcl_attention_merge of two halves
@@ -14,11 +16,14 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "../../cuda/attention_shared.h" /* FC_ATTENTION_WGMMA_CONFIGS */
 #include "attention_ref.h"
 #include "flashcl.h"
 #include "host_ref.h"
 
 static flashcl_context *g_ctx;
+static int g_have_wgmma;             /* the device runs the wgmma kernels (compute capability 9.0) */
+static char g_no_wgmma_reason[512];  /* else why not */
 
 typedef struct at_case {
     flashcl_dtype dt;
@@ -206,6 +211,121 @@ static void test_forward_paths(void **state) {
     }
 }
 
+/* The forward cases through the default choice (on Hopper: the wgmma kernel wherever it
+ * applies), and on Hopper once more with FLASHCL_CUDA_ATTENTION_NO_WGMMA=1, so that the
+ * mma.sync prefill kernel stays covered there too. */
+static void test_forward_paths_all(void **state) {
+    test_forward_paths(state);
+    if (!g_have_wgmma) return;
+    setenv("FLASHCL_CUDA_ATTENTION_NO_WGMMA", "1", 1);
+    test_forward_paths(state);
+    unsetenv("FLASHCL_CUDA_ATTENTION_NO_WGMMA");
+}
+
+/* The wgmma kernel (cuda/attention_wgmma.cuh), forced through every configuration whose pad
+ * covers the case's head_dim. Blocks of 64 or 128 packed rows and 64 or 128 keys: the cases
+ * cross one and several row and key blocks with tails, rows past the packed ones (a warpgroup with no row), GQA / MQA packing,
+ * causal with Sq < Sk, = Sk and > Sk (rows with no visible key), windows, softcap, padded row
+ * strides, head_dim below the pad, split-KV partials and the merge of halves. */
+static void test_wgmma_paths(void **state) {
+    static const at_case cases[] = {
+        /* dt, B, Sq, Sk, Hq, Hkv, D, causal, wl, wr, softcap, pad, lse, what, config */
+        {FLASHCL_F16, 2, 37, 100, 4, 2, 64, 1, -1, -1, 0, 0, 1, "wgmma d64, causal Sq<Sk, GQA 2:1", NULL},
+        {FLASHCL_BF16, 2, 37, 100, 4, 2, 64, 1, -1, -1, 0, 0, 1, "wgmma d64 bf16, causal Sq<Sk", NULL},
+        {FLASHCL_BF16, 1, 130, 70, 2, 2, 128, 1, -1, -1, 0, 0, 1, "wgmma d128, causal Sq>Sk", NULL},
+        {FLASHCL_F16, 1, 130, 70, 2, 2, 128, 1, -1, -1, 0, 0, 1, "wgmma d128 f16, causal Sq>Sk", NULL},
+        {FLASHCL_F16, 1, 65, 200, 3, 1, 32, 0, 20, 5, 0, 0, 1, "wgmma D 32 (d64), window, MQA", NULL},
+        {FLASHCL_BF16, 1, 33, 90, 2, 1, 72, 0, -1, -1, 30.0f, 0, 1, "wgmma D 72 (d128), softcap", NULL},
+        {FLASHCL_F16, 1, 300, 300, 2, 2, 128, 1, -1, -1, 0, 0, 1, "wgmma d128, causal Sq=Sk, 3 blocks", NULL},
+        {FLASHCL_BF16, 1, 257, 513, 4, 1, 64, 0, -1, -1, 0, 0, 1, "wgmma d64, MQA 4:1, key tail of 1", NULL},
+        {FLASHCL_F16, 1, 1000, 1000, 2, 1, 128, 1, -1, -1, 0, 0, 1, "wgmma d128, causal 1000, GQA", NULL},
+        {FLASHCL_BF16, 1, 1000, 1000, 2, 2, 64, 1, -1, -1, 0, 0, 0, "wgmma d64, causal 1000, no lse", NULL},
+        {FLASHCL_BF16, 2, 200, 600, 2, 2, 96, 0, 100, 50, 0, 0, 1, "wgmma D 96 (d128), window 100/50", NULL},
+        {FLASHCL_F16, 1, 300, 700, 2, 2, 128, 0, 64, -1, 0, 0, 1, "wgmma d128, left window only", NULL},
+        {FLASHCL_F16, 1, 20, 3000, 2, 1, 64, 0, -1, -1, 0, 0, 1, "wgmma d64, split-KV", NULL},
+        {FLASHCL_BF16, 1, 50, 4000, 4, 4, 128, 1, -1, -1, 0, 0, 1, "wgmma d128, causal split-KV", NULL},
+        {FLASHCL_F16, 1, 8, 8, 1, 1, 64, 1, 0, -1, 0, 0, 1, "wgmma window 0: diagonal only", NULL},
+        {FLASHCL_BF16, 1, 12, 4, 1, 1, 64, 1, -1, -1, 0, 0, 1, "wgmma rows with no visible key", NULL},
+        {FLASHCL_F16, 1, 1, 5, 4, 1, 64, 0, -1, -1, 0, 0, 1, "wgmma decode shape (4 packed rows)", NULL},
+        {FLASHCL_F16, 2, 77, 129, 8, 2, 128, 1, -1, -1, 50.0f, 8, 1, "wgmma d128, padded rows, softcap", NULL},
+        {FLASHCL_BF16, 1, 64, 64, 1, 1, 40, 1, -1, -1, 0, 8, 1, "wgmma D 40 (d64), padded rows", NULL},
+        {FLASHCL_F16, 1, 129, 1, 2, 1, 128, 0, -1, -1, 0, 0, 1, "wgmma Sk 1", NULL},
+        {FLASHCL_BF16, 3, 5, 300, 6, 3, 128, 0, -1, -1, 0, 0, 1, "wgmma 10 packed rows per block", NULL},
+        {FLASHCL_F16, 1, 129, 129, 2, 2, 64, 1, -1, -1, 0, 0, 1, "wgmma d64, causal 129", NULL},
+        {FLASHCL_BF16, 1, 200, 260, 4, 2, 120, 0, -1, -1, 0, 0, 1, "wgmma D 120 (d128), GQA", NULL},
+    };
+    static const at_case halves[] = {
+        {FLASHCL_F16, 1, 5, 300, 4, 2, 64, 0, -1, -1, 0, 0, 1, "wgmma merge f16", NULL},
+        {FLASHCL_BF16, 1, 70, 500, 2, 1, 128, 1, -1, -1, 0, 0, 1, "wgmma merge bf16 causal", NULL},
+    };
+    (void)state;
+    if (!g_have_wgmma) {
+        printf("SKIP: wgmma cases: %s\n", g_no_wgmma_reason);
+        return;
+    }
+    static const struct {
+        const char *name;
+        int pad;
+    } configs[] = {
+#define WGMMA_CONFIG_(name, pad, keys, wgs) {#name, pad},
+        FC_ATTENTION_WGMMA_CONFIGS(WGMMA_CONFIG_)
+#undef WGMMA_CONFIG_
+    };
+    for (size_t c = 0; c < sizeof configs / sizeof configs[0]; c++) {
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            if (cases[i].D > configs[c].pad) continue;
+            setenv("FLASHCL_CUDA_ATTENTION_CONFIG", configs[c].name, 1);
+            printf("%s: %s\n", configs[c].name, cases[i].what);
+            run_case(&cases[i], 0);
+        }
+        for (size_t i = 0; i < sizeof halves / sizeof halves[0]; i++) {
+            if (halves[i].D > configs[c].pad) continue;
+            setenv("FLASHCL_CUDA_ATTENTION_CONFIG", configs[c].name, 1);
+            printf("%s: %s\n", configs[c].name, halves[i].what);
+            run_case(&halves[i], 1);
+        }
+    }
+    unsetenv("FLASHCL_CUDA_ATTENTION_CONFIG");
+}
+
+/* Whether a forced wgmma configuration runs here: on anything but compute capability 9.0 the
+ * library refuses it (FLASHCL_UNSUPPORTED, with the reason) rather than quietly taking another
+ * kernel. Returns 0 when the probe itself went wrong. */
+static int probe_wgmma(void) {
+    enum { N = 8, D = 64 };
+    uint16_t zeros[2 * N * D];
+    flashcl_buffer *buf = NULL;
+    flashcl_tensor t[4];
+    flashcl_attention_params p = {0.0f, 0, -1, -1, 0.0f};
+    flashcl_status st;
+    memset(zeros, 0, sizeof zeros);
+    if (flashcl_buffer_create(g_ctx, sizeof zeros, &buf) != FLASHCL_SUCCESS ||
+        flashcl_buffer_write(buf, 0, zeros, sizeof zeros) != FLASHCL_SUCCESS) {
+        fprintf(stderr, "wgmma probe: %s\n", flashcl_last_error());
+        flashcl_buffer_destroy(buf);
+        return 0;
+    }
+    for (int i = 0; i < 4; i++) { /* q, k, v: the first half (zeros); o: the second */
+        memset(&t[i], 0, sizeof t[i]);
+        t[i].buffer = buf, t[i].dtype = FLASHCL_F16, t[i].ndim = 4;
+        t[i].offset = i == 3 ? N * D * 2 : 0;
+        t[i].shape[0] = 1, t[i].shape[1] = N, t[i].shape[2] = 1, t[i].shape[3] = D;
+        t[i].strides[0] = N * D, t[i].strides[1] = D, t[i].strides[2] = D, t[i].strides[3] = 1;
+    }
+    setenv("FLASHCL_CUDA_ATTENTION_CONFIG", "wgmma_d64", 1);
+    st = flashcl_attention_forward(g_ctx, &p, &t[0], &t[1], &t[2], &t[3], NULL);
+    unsetenv("FLASHCL_CUDA_ATTENTION_CONFIG");
+    flashcl_buffer_destroy(buf);
+    g_have_wgmma = st == FLASHCL_SUCCESS;
+    if (st == FLASHCL_UNSUPPORTED)
+        snprintf(g_no_wgmma_reason, sizeof g_no_wgmma_reason, "%s", flashcl_last_error());
+    else if (st != FLASHCL_SUCCESS) {
+        fprintf(stderr, "wgmma probe: flashcl_attention_forward: %s\n", flashcl_last_error());
+        return 0;
+    }
+    return 1;
+}
+
 static void test_merge_of_halves(void **state) {
     static const at_case cases[] = {
         {FLASHCL_F16, 1, 5, 300, 4, 2, 64, 0, -1, -1, 0, 0, 1, "merge f16", NULL},
@@ -217,7 +337,8 @@ static void test_merge_of_halves(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_forward_paths),
+        cmocka_unit_test(test_forward_paths_all),
+        cmocka_unit_test(test_wgmma_paths),
         cmocka_unit_test(test_merge_of_halves),
     };
     flashcl_context_options o = {FLASHCL_BACKEND_CUDA, -1, NULL, ""};
@@ -225,6 +346,9 @@ int main(void) {
     int failures;
     unsetenv("FLASHCL_BACKEND");
     unsetenv("FLASHCL_DEVICE");
+    unsetenv("FLASHCL_CUDA_ATTENTION_CONFIG"); /* the cases set these themselves */
+    unsetenv("FLASHCL_CUDA_ATTENTION_NO_DECODE");
+    unsetenv("FLASHCL_CUDA_ATTENTION_NO_WGMMA");
     st = flashcl_context_create(&o, &g_ctx);
     if (st == FLASHCL_DEVICE_NOT_FOUND) {
         printf("SKIP: no CUDA device: %s\n", flashcl_last_error());
@@ -232,6 +356,10 @@ int main(void) {
     }
     if (st != FLASHCL_SUCCESS) {
         fprintf(stderr, "flashcl_context_create(CUDA): %s\n", flashcl_last_error());
+        return 1;
+    }
+    if (!probe_wgmma()) {
+        flashcl_context_destroy(g_ctx);
         return 1;
     }
     failures = cmocka_run_group_tests(tests, NULL, NULL);

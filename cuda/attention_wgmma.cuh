@@ -1,0 +1,133 @@
+/* Attention forward on Hopper's warpgroup MMA (sm_90a only; f16 / bf16 storage, f32
+ * accumulation): the same semantics and schedule as attention_tc.cuh (FlashAttention-2 with the
+ * key blocks walked from the last visible one down), with wgmma.mma_async instead of
+ * mma.sync + ldmatrix. Every other architecture compiles the kernels to an empty body
+ * (cuda/attention_kernels.cuh) and the host launches them only on compute capability 9.0.
+ *
+ * A block of WGS warpgroups (128 threads each) owns 64·WGS packed rows (GQA packing as in
+ * attention_tc.cuh); warpgroup w owns rows [64w, 64w + 64), its warp w' (of 4) rows 16w' ..
+ * 16w' + 15 of those: thread (warp = threadIdx.x / 32, lane = 4g + t) holds, for every 8-key or
+ * 8-dim slice j, rows warp·16 + g and + 8 at columns 8j + 2t, + 1 -- mma.sync's layout per
+ * 16-row tile (attention_wgmma_primitives.cuh), so the online softmax, the P rounding and the
+ * epilogue of attention_tc are reused unchanged on one 16-row tile per thread.
+ *
+ * Per key block of KEYS keys:
+ *   S = Q·Kᵀ   DP/16 wgmma m64n{KEYS}k16, Q (A) and K (B) from shared memory, both K-major;
+ *   softmax    online_softmax_tile on S's registers (mask only on blocks that need one);
+ *   O += P·V   KEYS/16 wgmma m64n{DP}k16, P (A) from registers rounded to DT, V (B) from shared
+ *              memory N-major (imm-trans-b = 1).
+ * Each product is one commit group waited on at once (wgmma_wait<0>) before its accumulators
+ * are read; wgmma_fence before each group orders the register writes (S's first slice
+ * overwrites instead of accumulating, so S needs no zeroing).
+ *
+ * Shared memory (1024-byte aligned inside the dynamic allocation, whose size the host pads by
+ * 1024): Q [ROWS][DP], then a ring of two slots of K [KEYS][DP] + V [KEYS][DP], all in the
+ * 128B-swizzled layout. Every thread copies its share with cp.async; K and V of the next block
+ * stream into the other slot during the whole of this one. The handoff per block: each thread
+ * waits for its own copies (cp.async.wait_group 0), makes them visible to the async proxy that
+ * wgmma reads through (fence.proxy.async), then one __syncthreads publishes everyone's and
+ * certifies that every warpgroup's wgmmas on the other slot are done (each waited for them).
+ * Global rows must be 16-byte aligned and head_dim a multiple of 8 (the host checks, as for
+ * attention_tc); dims past head_dim and keys past seqlen_k are zero-filled. */
+#pragma once
+
+#include "attention_wgmma_primitives.cuh"
+
+template <int DT, int DP, int KEYS, int WGS>
+__device__ void attention_wgmma(const fc_attention_args &a) {
+    constexpr int THREADS = 128 * WGS, ROWS = 64 * WGS, NT = KEYS / 8, DT8 = DP / 8, KD = DP / 16;
+    constexpr unsigned Q_BYTES = ROWS * DP * 2, KV_BYTES = KEYS * DP * 2, SLOT = 2 * KV_BYTES;
+    constexpr int STRIDE = DP + 8; /* the epilogue's staging rows, as attention_tc's */
+    static_assert(DP % 64 == 0 && (KEYS == 64 || KEYS == 128) && (DP == 64 || DP == 128), "wgmma shapes");
+    static_assert(ROWS * STRIDE * 2 <= Q_BYTES + 2 * SLOT, "the staging tile fits the allocation");
+    extern __shared__ __align__(1024) unsigned char smem_raw[];
+    const unsigned raw = smem_u32(smem_raw), base = (raw + 1023u) & ~1023u;
+    unsigned char *smem = smem_raw + (base - raw);
+    unsigned char *ring = smem + Q_BYTES;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+    const int wg = threadIdx.x / 128;
+
+    int64_t r0, b;
+    int kv_head;
+    block_position(a, ROWS, r0, b, kv_head);
+    const block_keys plan = plan_keys(a, r0, ROWS, KEYS);
+    const int64_t w0 = r0 + warp * 16; /* this warp's first packed row */
+
+    float o[DT8][4];
+#pragma unroll
+    for (int j = 0; j < DT8; j++) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
+    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+
+    /* Descriptors of slot 0 and of this warpgroup's 64 rows of Q; the k-th 16-wide slice and the
+     * slot are byte offsets added (>> 4) to the start address. */
+    const uint64_t q_desc = wgmma_desc(base + wg * 64 * 128, 16, 1024);
+    const uint64_t k_desc = wgmma_desc(base + Q_BYTES, 16, 1024);
+    const uint64_t v_desc = wgmma_desc(base + Q_BYTES + KV_BYTES, KEYS * 128, 1024);
+
+    const kv_sources src = kv_sources_of(a, b, kv_head);
+    auto q_row = [&](int r, bool &ok) { return q_row_address(a, r0 + r, b, kv_head, ok); };
+    auto load_kv = [&](int64_t n0, int slot) { /* K and V rows [n0, n0 + KEYS) into a slot */
+        unsigned char *dst = ring + slot * SLOT;
+        load_rows_sw128<KEYS, DP, THREADS>(dst, (int)a.head_dim, src.k + n0 * src.k_step, src.k_step,
+                                           a.seqlen_k - n0, threadIdx.x);
+        load_rows_sw128<KEYS, DP, THREADS>(dst + KV_BYTES, (int)a.head_dim, src.v + n0 * src.v_step,
+                                           src.v_step, a.seqlen_k - n0, threadIdx.x);
+        cp_async_commit();
+    };
+
+    if (plan.last_block >= plan.first_block) {
+        load_tile_sw128<ROWS, DP, THREADS>(smem, (int)a.head_dim, reinterpret_cast<const char *>(a.q), q_row,
+                                           threadIdx.x);
+        load_kv(plan.last_block * KEYS, 0);
+    }
+
+    int slot = 0;
+    for (int64_t blk = plan.last_block; blk >= plan.first_block; blk--, slot ^= 1) {
+        const int64_t n0 = blk * KEYS;
+        cp_async_wait<0>();         /* K/V(blk) (and, first time, Q): this thread's copies */
+        fence_proxy_async_shared(); /* ... visible to wgmma's reads */
+        __syncthreads();            /* ... everyone's; every warpgroup is done with the other slot */
+        if (blk > plan.first_block) load_kv(n0 - KEYS, slot ^ 1); /* streams during this block */
+
+        /* S = Q·Kᵀ for this warpgroup's 64 rows and the block's KEYS keys. */
+        float s[NT][4];
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < KD; kk++) {
+            const unsigned q_off = (kk % 4) * 32 + (kk / 4) * ROWS * 128;
+            const unsigned k_off = slot * SLOT + (kk % 4) * 32 + (kk / 4) * KEYS * 128;
+            wgmma_ss<DT, KEYS>(s, q_desc + (q_off >> 4), k_desc + (k_off >> 4), kk > 0);
+        }
+        wgmma_commit();
+        wgmma_wait<0>();
+        wgmma_fence_operands(s);
+
+        const bool masked = n0 < plan.all_lo || n0 + KEYS - 1 > plan.all_hi;
+        online_softmax_tile(a, s, o, m, l, masked, w0, n0, g, t);
+
+        /* O += P·V: keys [16kk, 16kk + 16) of P are the A operand of slice kk. */
+        unsigned p[KEYS / 16][4];
+#pragma unroll
+        for (int kk = 0; kk < KEYS / 16; kk++) probabilities_as_a<DT>(p[kk], s, kk);
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < KEYS / 16; kk++)
+            wgmma_rs_tb<DT, DP>(o, p[kk], v_desc + ((slot * SLOT + kk * 16 * 128) >> 4));
+        wgmma_commit();
+        wgmma_wait<0>();
+        wgmma_fence_operands(o);
+        wgmma_fence_operands(p);
+    }
+
+    if (a.splits > 1) { /* f32 partials for the split-KV merge: pairs straight from registers */
+        store_tile<DT>(a, w0, b, kv_head, o, m, l, g, t);
+        return;
+    }
+    /* o through shared memory (rows of STRIDE elements from the start of the allocation: Q and
+     * the ring are free once every warpgroup is past its last wgmma and no copy is in flight). */
+    uint16_t *stage = reinterpret_cast<uint16_t *>(smem);
+    __syncthreads();
+    stage_o_tile<DT, DT8, STRIDE>(a, stage, warp * 16, r0, b, kv_head, o, m, l, g, t);
+    __syncthreads();
+    copy_out_rows<DP, ROWS, THREADS>(a, stage, r0, b, kv_head);
+}
