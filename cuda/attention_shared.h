@@ -74,13 +74,15 @@ typedef struct fc_merge_args {
  * compute capability 9.0 alone): blocks of `wgs` warpgroups of 128 threads, each warpgroup
  * owning 64 packed rows, key blocks of `keys`. X(name, head_dim_pad, keys, wgs); the host takes
  * the first whose pad covers head_dim, before the tensor-core prefill configurations, unless
- * FLASHCL_CUDA_ATTENTION_NO_WGMMA is set; FLASHCL_CUDA_ATTENTION_CONFIG=name forces one. The
- * one-warpgroup configurations (64 rows per block, two blocks per SM, which do not wait at each
- * other's barriers) are measurement alternatives, not yet timed against the first two. */
+ * FLASHCL_CUDA_ATTENTION_NO_WGMMA is set; FLASHCL_CUDA_ATTENTION_CONFIG=name forces one.
+ * One warpgroup per block (two blocks per SM that do not wait at each other's barriers) won at
+ * D = 64 and lost at D = 128 (H100, f16, 2026-11-22, against torch's FlashAttention-2 backend:
+ * B32 H32 S512 D64 207.9 TF/s (0.84x) vs 193.5 with two warpgroups, B8 S2048 290.4 (1.01x) vs
+ * 269.5, causal 230.2 (0.95x) vs 212.2; D128 S4096 356.2 with w1k64 vs 428.1). */
 #define FC_ATTENTION_WGMMA_CONFIGS(X) \
-    X(wgmma_d64, 64, 128, 2)          \
-    X(wgmma_d128, 128, 128, 2)        \
     X(wgmma_d64w1, 64, 128, 1)        \
+    X(wgmma_d128, 128, 128, 2)        \
+    X(wgmma_d64, 64, 128, 2)          \
     X(wgmma_d128w1k64, 128, 64, 1)
 #define FC_ATTENTION_WGMMA_ROWS_PER_WG 64
 #define FC_ATTENTION_WGMMA_WG_THREADS 128

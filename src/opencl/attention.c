@@ -372,6 +372,7 @@ static flashcl_status plan_forward(fc_cl_context *ctx, const fc_attention_desc *
     const fc_attention_kernels *ak = &ctx->attention;
     int64_t group = d->heads_q / d->heads_kv, rows = group * d->seqlen_q, base, bn;
     int64_t max_split, target, nsplit, kps, tile_r, min_blocks = 2, per_cu;
+    int64_t split_cap = FC_ATTN_MAX_SPLITS;
     const char *force = getenv("FLASHCL_ATTENTION_FAMILY");
     cl_kernel pk, dk, kk;
     const fc_attn_tile *tile;
@@ -416,9 +417,11 @@ static flashcl_status plan_forward(fc_cl_context *ctx, const fc_attention_desc *
         per_cu = 2;
     } else if (p->family == FC_ATTN_DECODE && kk && !fc_attn_decode_legacy()) {
         /* A split of one block already streams its K and V at once. Eight groups per compute
-         * unit, as for the tiled kernel (about three resident by registers and local memory),
-         * keep the last wave short. */
+         * unit keep the last wave short, but at most 64 splits: the merge reads a row's
+         * partials in one work-group (H100, f32 D128 Hq32 Hkv4: B1 Sk65536 with 64 splits
+         * 2327 GB/s, 128: 2223, 256: 2040; B8 Sk8192 with 33 splits 2199, 9: 1649). */
         const fc_attn_keys_tile *kt = &ak->keys_tile[p->dim_class];
+        split_cap = 64;
         p->kernel = kk;
         p->wg = (size_t)kt->work_group;
         tile_r = kt->rows;
@@ -437,6 +440,7 @@ static flashcl_status plan_forward(fc_cl_context *ctx, const fc_attention_desc *
     if (!ak->split_merge) nsplit = 1;
     if (nsplit > max_split) nsplit = max_split;
     if (nsplit > FC_ATTN_MAX_SPLITS) nsplit = FC_ATTN_MAX_SPLITS;
+    if (nsplit > split_cap && !getenv("FLASHCL_ATTENTION_SPLITS")) nsplit = split_cap;
     while (nsplit > 1 && (size_t)nsplit * (size_t)(d->batch * d->heads_q * d->seqlen_q) *
                                  (size_t)(d->head_dim + 1) * 4 > FC_ATTN_SCRATCH_CAP)
         nsplit /= 2;
