@@ -160,13 +160,16 @@ void fc_attn_plan(const fc_cl_device *dev,
  * program holds it) and the -D options selecting its part's kernels; attention_kernels.c says
  * which parts a device builds. */
 
-/* What a part's program holds: FC_DTYPES and FC_ATTN_KINDS of cl/. */
+/* What a part's program holds: FC_DTYPES and FC_ATTN_KINDS of cl/ (the generic program also
+ * holds the merge kernels, see attention_kernels.c). */
 static void part_contents(int part, int *dtypes, int *kinds)
 {
     *dtypes = part >= FC_PART_F32 && part <= FC_PART_BF16 ? 1 << part : 7;
     *kinds = part == FC_ATTN_PART_MERGE          ? FC_ATTN_KIND_MERGE
              : part == FC_ATTN_PART_TILED_DECODE ? FC_ATTN_KIND_DECODE_TILES
-                                                 : FC_ATTN_KIND_PREFILL | FC_ATTN_KIND_DECODE_KEYS;
+             : part == FC_PART_ALL_DTYPES
+                 ? FC_ATTN_KIND_PREFILL | FC_ATTN_KIND_DECODE_KEYS | FC_ATTN_KIND_MERGE
+                 : FC_ATTN_KIND_PREFILL | FC_ATTN_KIND_DECODE_KEYS;
 }
 
 void fc_cl_attention_options(const fc_cl_device *dev, int part, char *out, size_t out_size)

@@ -42,7 +42,7 @@ int fc_attn_part_has(int part, int dt);
 size_t fc_attn_merge_wg(const fc_cl_device *dev);
 size_t fc_attn_split_merge_wg(const fc_cl_device *dev);
 
-/* ---- the merge kernels (attention_merge.c), the program part FC_ATTN_PART_MERGE ---- */
+/* ---- the merge kernels (attention_merge.c): FC_ATTN_PART_MERGE, or the generic part ---- */
 flashcl_status fc_attn_merge_create_kernels(fc_cl_context *ctx, cl_program program);
 void fc_attn_merge_release_kernels(fc_cl_context *ctx);
 

@@ -3,13 +3,14 @@
  * launches; attention_decode.c and attention_merge.c create the kernels of their own files.
  *
  * GPUs build one program per q/k/v dtype (prefill tiles and the key-parallel decode kernel), so
- * that their driver compiles the three at once; CPUs one program of generic kernels for every
- * dtype (per-dtype programs would compile each generic kernel three times there). Every device
- * builds the merge kernels as a program of their own. The tiled decode kernels were replaced by
- * the key-parallel one and stay as its A/B reference: they are built (one more program) only
- * when FLASHCL_ATTENTION_DECODE_LEGACY is set as the context is created, or where a head-dim
- * class runs them for want of another kernel: its decode tile fits the device but its prefill
- * tile or its key-parallel kernel does not. */
+ * that their driver compiles the three at once, and the merge kernels as one more. CPUs build
+ * one program of generic kernels for every dtype, merges included: per-dtype programs would
+ * compile each generic kernel three times, and PoCL compiles one program at a time anyway (a
+ * program of its own would only add its overhead, 0.2 s).
+ * The tiled decode kernels were replaced by the key-parallel one and stay as its A/B reference:
+ * they are built (one more program) only when FLASHCL_ATTENTION_DECODE_LEGACY is set as the
+ * context is created, or where a head-dim class runs them for want of another kernel: its decode
+ * tile fits the device but its prefill tile or its key-parallel kernel does not. */
 #include <stdio.h>
 
 #include "attention_internal.h"
@@ -59,7 +60,7 @@ int fc_cl_attention_wanted(const fc_cl_device *dev, int part)
 {
     switch (part) {
     case FC_PART_ALL_DTYPES: return fc_attn_generic_kernels(dev);
-    case FC_ATTN_PART_MERGE: return 1;
+    case FC_ATTN_PART_MERGE: return !fc_attn_generic_kernels(dev);
     case FC_ATTN_PART_TILED_DECODE: return fc_attn_decode_legacy() || tiled_decode_needed(dev);
     default: return !fc_attn_generic_kernels(dev); /* one dtype */
     }
@@ -120,6 +121,8 @@ flashcl_status fc_cl_attention_create_kernels(fc_cl_context *ctx, cl_program pro
     } else {
         st = create_forward(ctx, program, FC_ATTN_PREFILL, part);
         if (st == FLASHCL_SUCCESS) st = fc_attn_keys_create_kernels(ctx, program, part);
+        if (st == FLASHCL_SUCCESS && part == FC_PART_ALL_DTYPES)
+            st = fc_attn_merge_create_kernels(ctx, program);
     }
     if (st != FLASHCL_SUCCESS) fc_cl_attention_release_kernels(ctx, part);
     return st;
@@ -135,5 +138,6 @@ void fc_cl_attention_release_kernels(fc_cl_context *ctx, int part)
     } else {
         release_forward(ctx, FC_ATTN_PREFILL, part);
         fc_attn_keys_release_kernels(ctx, part);
+        if (part == FC_PART_ALL_DTYPES) fc_attn_merge_release_kernels(ctx);
     }
 }

@@ -1,4 +1,4 @@
-/* Host side of the merge kernels (cl/attention_merge.cl, a program of their own): their
+/* Host side of the merge kernels (cl/attention_merge.cl; a program of their own on GPUs): their
  * creation, and flashcl_attention_merge: N partial results (o_i, lse_i) of the same queries over
  * disjoint key sets combined by fc_attn_merge, four parts per launch, longer lists chained
  * through f32 scratch. attention.c launches the split-KV merge. Descriptors arrive validated
