@@ -62,6 +62,9 @@ job amdgcn embedded "$AMD" "-cl-std=CL2.0 -DFC_SG_KHR $common -DFC_MAX_WG=1024 -
 job amdgcn standalone "$AMD" "-cl-std=CL2.0 -DFC_SG_KHR $common -DFC_MAX_WG=1024 -DFC_COOP=1 -DFC_ORDERED=1"
 job amdgcn embedded "$AMD" "-DFC_SG_NONE $common -DFC_MAX_WG=256 -DFC_COOP=1 -DFC_ORDERED=1"
 job amdgcn embedded "$AMD" "-DFC_SG_NONE $common -DFC_MAX_WG=256 -DFC_COOP=0"
+# one input dtype per program, as the library builds them (FC_DTYPES, cl/dtype.h)
+job amdgcn embedded "$AMD" "-DFC_SG_NONE $common -DFC_MAX_WG=256 -DFC_COOP=1 -DFC_ORDERED=1 -DFC_DTYPES=2"
+job amdgcn standalone "$AMD" "-DFC_SG_NONE $common -DFC_MAX_WG=256 -DFC_COOP=1 -DFC_ORDERED=1 -DFC_DTYPES=4"
 job amdgcn embedded "$AMD_IR" "-cl-std=CL3.0 -DFC_SG_KHR $common -DFC_MAX_WG=256 -DFC_COOP=1 -DFC_ORDERED=1"
 job amdgcn embedded "$AMD_IR" "-DFC_SG_KHR $common -DFC_MAX_WG=1024 -DFC_COOP=0" # C 1.2: fallback
 job amdgcn embedded "$AMD_IR" "-DFC_SG_INTEL $common -DFC_MAX_WG=1024 -DFC_COOP=0" # no ext: fallback

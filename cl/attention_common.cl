@@ -32,6 +32,18 @@
 #define FC_ATTN_MAX_SPLITS 256
 #endif
 
+/* Which kernels this build instantiates, a bit mask (default: all); the library splits them
+ * into programs that its driver compiles concurrently (src/opencl/program.c), and leaves out the
+ * tiled decode kernels where nothing runs them. FC_DTYPES (cl/dtype.h) selects the dtypes of
+ * the per-dtype kernels; the generic and the merge kernels take their dtypes at run time. */
+#define FC_ATTN_KIND_PREFILL 1      /* tiled forward, prefill tiles (attention_forward.cl) */
+#define FC_ATTN_KIND_DECODE_TILES 2 /* tiled forward, decode tiles (the legacy decode kernel) */
+#define FC_ATTN_KIND_DECODE_KEYS 4  /* key-parallel decode (attention_decode.cl) */
+#define FC_ATTN_KIND_MERGE 8        /* split-KV merge and flashcl_attention_merge's kernel */
+#ifndef FC_ATTN_KINDS
+#define FC_ATTN_KINDS 15
+#endif
+
 #define FC_ATTN_PICK0_(c, r, tm, tn, dc, vc) c
 #define FC_ATTN_PICK1_(c, r, tm, tn, dc, vc) r
 #define FC_ATTN_PICK2_(c, r, tm, tn, dc, vc) tm

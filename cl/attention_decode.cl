@@ -344,11 +344,13 @@ FC_INLINE void fc_attn_decode_keys(
         fc_attn_decode_keys(FC_ATTN_FORWARD_ARGS, smem, DT, DP, WG, RT, KB);                  \
     }
 #define FC_ATTN_DECODE_KEYS_DTYPES(DP, t)                                                     \
-    FC_ATTN_DECODE_KEYS(fc_attn_decode_keys_d##DP##_f32, FC_ATTN_F32, DP, t)                  \
-    FC_ATTN_DECODE_KEYS(fc_attn_decode_keys_d##DP##_f16, FC_ATTN_F16, DP, t)                  \
-    FC_ATTN_DECODE_KEYS(fc_attn_decode_keys_d##DP##_bf16, FC_ATTN_BF16, DP, t)
+    FC_WITH_F32(FC_ATTN_DECODE_KEYS(fc_attn_decode_keys_d##DP##_f32, FC_ATTN_F32, DP, t))     \
+    FC_WITH_F16(FC_ATTN_DECODE_KEYS(fc_attn_decode_keys_d##DP##_f16, FC_ATTN_F16, DP, t))     \
+    FC_WITH_BF16(FC_ATTN_DECODE_KEYS(fc_attn_decode_keys_d##DP##_bf16, FC_ATTN_BF16, DP, t))
 
-#if defined(FC_ATTN_GENERIC)
+#if !(FC_ATTN_KINDS & FC_ATTN_KIND_DECODE_KEYS)
+/* not in this build */
+#elif defined(FC_ATTN_GENERIC)
 #if FC_ATTN_KWG_OF(FC_ATTN_K256) > 0
 #define FC_ATTN_DECODE_KEYS_ANY_(WG, RT, KB)                                                  \
     __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void fc_attn_decode_keys_any(     \

@@ -338,19 +338,20 @@ FC_INLINE void fc_attn_forward_tile(
                              DC, VC);                                                          \
     }
 #define FC_ATTN_KERNELS_DTYPES(family, DP, SKIP, t)                                           \
-    FC_ATTN_KERNEL(fc_attn_##family##_d##DP##_f32, FC_ATTN_F32, DP, SKIP, t)                   \
-    FC_ATTN_KERNEL(fc_attn_##family##_d##DP##_f16, FC_ATTN_F16, DP, SKIP, t)                   \
-    FC_ATTN_KERNEL(fc_attn_##family##_d##DP##_bf16, FC_ATTN_BF16, DP, SKIP, t)
+    FC_WITH_F32(FC_ATTN_KERNEL(fc_attn_##family##_d##DP##_f32, FC_ATTN_F32, DP, SKIP, t))      \
+    FC_WITH_F16(FC_ATTN_KERNEL(fc_attn_##family##_d##DP##_f16, FC_ATTN_F16, DP, SKIP, t))      \
+    FC_WITH_BF16(FC_ATTN_KERNEL(fc_attn_##family##_d##DP##_bf16, FC_ATTN_BF16, DP, SKIP, t))
 
 #if defined(FC_ATTN_GENERIC)
 /* Generic kernels take the geometry of the 256 class, which bounds every head dim. */
-#if FC_ATTN_C_OF(FC_ATTN_P256) > 0
+#if FC_ATTN_C_OF(FC_ATTN_P256) > 0 && (FC_ATTN_KINDS & FC_ATTN_KIND_PREFILL)
 FC_ATTN_KERNEL_ANY(fc_attn_prefill_any, 0, FC_ATTN_P256)
 #endif
-#if FC_ATTN_C_OF(FC_ATTN_D256) > 0
+#if FC_ATTN_C_OF(FC_ATTN_D256) > 0 && (FC_ATTN_KINDS & FC_ATTN_KIND_DECODE_TILES)
 FC_ATTN_KERNEL_ANY(fc_attn_decode_any, 1, FC_ATTN_D256)
 #endif
 #else
+#if FC_ATTN_KINDS & FC_ATTN_KIND_PREFILL
 #if FC_ATTN_C_OF(FC_ATTN_P64) > 0
 FC_ATTN_KERNELS_DTYPES(prefill, 64, 0, FC_ATTN_P64)
 #endif
@@ -360,6 +361,8 @@ FC_ATTN_KERNELS_DTYPES(prefill, 128, 0, FC_ATTN_P128)
 #if FC_ATTN_C_OF(FC_ATTN_P256) > 0
 FC_ATTN_KERNELS_DTYPES(prefill, 256, 0, FC_ATTN_P256)
 #endif
+#endif
+#if FC_ATTN_KINDS & FC_ATTN_KIND_DECODE_TILES
 #if FC_ATTN_C_OF(FC_ATTN_D64) > 0
 FC_ATTN_KERNELS_DTYPES(decode, 64, 1, FC_ATTN_D64)
 #endif
@@ -368,5 +371,6 @@ FC_ATTN_KERNELS_DTYPES(decode, 128, 1, FC_ATTN_D128)
 #endif
 #if FC_ATTN_C_OF(FC_ATTN_D256) > 0
 FC_ATTN_KERNELS_DTYPES(decode, 256, 1, FC_ATTN_D256)
+#endif
 #endif
 #endif

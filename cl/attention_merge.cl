@@ -12,6 +12,7 @@
 #define FC_ATTN_SPLIT_WG 256
 #endif
 #define FC_ATTN_MERGE_ILP 8 /* a power of two */
+#if FC_ATTN_KINDS & FC_ATTN_KIND_MERGE
 __kernel __attribute__((reqd_work_group_size(FC_ATTN_SPLIT_WG, 1, 1))) void fc_attn_split_merge(
     __global const float *part_o, __global const float *part_lse, long4 at, int4 dims,
     __global uchar *o, long4 os, __global float *lse, long4 ls, int2 out)
@@ -137,3 +138,4 @@ __kernel __attribute__((reqd_work_group_size(FC_ATTN_MERGE_WG, 1, 1))) void fc_a
     if (out.y && get_local_id(0) == 0)
         lse[fc_attn_row(ls, b, h, qi)] = sum > 0.0f ? mx + log(sum) : -INFINITY;
 }
+#endif /* FC_ATTN_KINDS & FC_ATTN_KIND_MERGE */

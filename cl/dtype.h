@@ -24,6 +24,30 @@
 #define FC_F16 1
 #define FC_BF16 2
 
+/* Storage dtypes whose kernels this build instantiates: a bit mask over the codes above (bit 0
+ * f32, 1 f16, 2 bf16); softmax kernels go by input dtype, attention kernels by q/k/v dtype. The
+ * library builds one program per dtype (src/opencl/program.c) so that the driver compiles them
+ * concurrently; a standalone compile gets every dtype. FC_WITH_F32(x) etc. are x when that
+ * dtype is selected and nothing otherwise (for instantiations inside macros). */
+#ifndef FC_DTYPES
+#define FC_DTYPES 7
+#endif
+#if FC_DTYPES & 1
+#define FC_WITH_F32(x) x
+#else
+#define FC_WITH_F32(x)
+#endif
+#if FC_DTYPES & 2
+#define FC_WITH_F16(x) x
+#else
+#define FC_WITH_F16(x)
+#endif
+#if FC_DTYPES & 4
+#define FC_WITH_BF16(x) x
+#else
+#define FC_WITH_BF16(x)
+#endif
+
 /* Elements of a 16-byte chunk. */
 #define FC_CHUNK(dt) ((dt) == FC_F32 ? 4u : 8u)
 

@@ -17,6 +17,11 @@
 #ifndef FC_PORTABILITY_H
 #define FC_PORTABILITY_H
 
+/* The test suite's way to make one program fail to build (FLASHCL_TEST_BREAK_PROGRAMS). */
+#ifdef FC_TEST_BREAK
+#error "FC_TEST_BREAK: this program fails to build on purpose (FLASHCL_TEST_BREAK_PROGRAMS)"
+#endif
+
 /* No fused multiply-add contraction: s = x * scale must round the same way wherever it is
  * computed (the max pass and the output pass), or exp(s - m) sees the rounding residue of the
  * product (exp(±1e23) for inputs near 1e30). NVIDIA's compiler contracts across statements. */

@@ -24,7 +24,8 @@
  *   softmax_split_row_ordered_X_Y (FC_ORDERED, cl/softmax_ordered.cl) — split row in one
  *       kernel whose work-groups are ordered by tickets so that a slice's second read hits
  *       the cache.
- * X, Y in f32, f16, bf16: every (input, output) pair is instantiated at the end of the file.
+ * X, Y in f32, f16, bf16: every (input, output) pair is instantiated at the end of the file,
+ * for the input dtypes FC_DTYPES selects (cl/dtype.h).
  *
  * Elements move in 16-byte chunks of n = 4 (f32) or 8 (f16, bf16) input elements: work-item
  * `i` of a team of `w` takes elements n*(i + k*w) .. +n-1 for k = 0, 1, ... With `vec` set (row
@@ -573,6 +574,6 @@ FC_INLINE void fc_split_row_cooperative(const int xdt, const int ydt, const __gl
     FC_SOFTMAX_PAIR(XN, XT, XD, bf16, ushort, FC_BF16)                                         \
     FC_SPLIT_PARTIALS(XN, XT, XD)
 
-FC_SOFTMAX_FROM(f32, float, FC_F32)
-FC_SOFTMAX_FROM(f16, half, FC_F16)
-FC_SOFTMAX_FROM(bf16, ushort, FC_BF16)
+FC_WITH_F32(FC_SOFTMAX_FROM(f32, float, FC_F32))
+FC_WITH_F16(FC_SOFTMAX_FROM(f16, half, FC_F16))
+FC_WITH_BF16(FC_SOFTMAX_FROM(bf16, ushort, FC_BF16))

@@ -136,7 +136,7 @@ FC_INLINE void fc_split_row_ordered(const int xdt, const int ydt, const __global
     FC_ORDERED_PAIR(XN, XT, XD, f16, half, FC_F16)                                             \
     FC_ORDERED_PAIR(XN, XT, XD, bf16, ushort, FC_BF16)
 
-FC_ORDERED_FROM(f32, float, FC_F32)
-FC_ORDERED_FROM(f16, half, FC_F16)
-FC_ORDERED_FROM(bf16, ushort, FC_BF16)
+FC_WITH_F32(FC_ORDERED_FROM(f32, float, FC_F32))
+FC_WITH_F16(FC_ORDERED_FROM(f16, half, FC_F16))
+FC_WITH_BF16(FC_ORDERED_FROM(bf16, ushort, FC_BF16))
 #endif /* FC_ORDERED */

@@ -1,8 +1,9 @@
-/* Host side of the attention program (cl/attention*.cl): the tile geometry per device (build
- * options), kernel creation, and the choice and launch of the forward variant (prefill tiles,
- * key-parallel decode or the tiled decode kernel, with or without split-KV) and of the split
- * merge. attention_decode.c owns the key-parallel kernels, attention_merge.c the merge API.
- * Descriptors arrive validated (src/api_attention.c). */
+/* Host side of the attention programs (cl/attention*.cl): the tile geometry per device (build
+ * options), and the choice and launch of the forward variant (prefill tiles, key-parallel decode
+ * or the tiled decode kernel, with or without split-KV) and of the split merge.
+ * attention_kernels.c says which programs a device builds and creates their kernels;
+ * attention_decode.c owns the key-parallel kernels, attention_merge.c the merge kernels and the
+ * merge API. Descriptors arrive validated (src/api_attention.c). */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,18 +12,20 @@
 #include "attention_internal.h"
 #include "../error.h"
 
-typedef struct fc_attention_tile fc_attn_tile;
-
 #define FC_ATTN_MERGE_WG 64     /* at most: flashcl_attention_merge's work-group */
 #define FC_ATTN_SPLIT_WG 256    /* at most: the split-KV merge's work-group */
 #define FC_ATTN_MAX_SPLITS 256  /* the split merge keeps one weight per split in local memory */
+/* Kernel kinds a program holds, as cl/attention_common.cl's FC_ATTN_KIND_* (-DFC_ATTN_KINDS). */
+#define FC_ATTN_KIND_PREFILL 1
+#define FC_ATTN_KIND_DECODE_TILES 2
+#define FC_ATTN_KIND_DECODE_KEYS 4
+#define FC_ATTN_KIND_MERGE 8
 #define FC_ATTN_LOG2E 1.4426950408889634
 /* Split-KV scratch (partials of every split) is capped; past it, fewer splits. */
 #define FC_ATTN_SCRATCH_CAP ((size_t)256 << 20)
 
-static const int fc_attn_class_dim[FC_ATTN_DIM_CLASSES] = {64, 128, 256};
-static const char *const fc_attn_family_name[FC_ATTN_FAMILIES] = {"prefill", "decode"};
-static const char *const fc_attn_dtype_name[FC_DTYPE_COUNT] = {"f32", "f16", "bf16"};
+const int fc_attn_class_dim[FC_ATTN_DIM_CLASSES] = {64, 128, 256};
+const char *const fc_attn_dtype_name[FC_DTYPE_COUNT] = {"f32", "f16", "bf16"};
 
 /* ---- geometry ---------------------------------------------------------------------------------
  * Per family and head-dim class: {C, R, TM, TN, DC, VC}. GPUs: 256-item prefill groups with an
@@ -54,7 +57,7 @@ size_t fc_attn_merge_wg(const fc_cl_device *dev)
     size_t m = floor_pow2(dev->max_work_group_size ? dev->max_work_group_size : 1);
     return m < FC_ATTN_MERGE_WG ? m : FC_ATTN_MERGE_WG;
 }
-static size_t split_merge_wg(const fc_cl_device *dev)
+size_t fc_attn_split_merge_wg(const fc_cl_device *dev)
 {
     size_t m = floor_pow2(dev->max_work_group_size ? dev->max_work_group_size : 1);
     return m < FC_ATTN_SPLIT_WG ? m : FC_ATTN_SPLIT_WG;
@@ -124,8 +127,8 @@ static void tile_override(fc_attn_tile tiles[FC_ATTN_FAMILIES][FC_ATTN_DIM_CLASS
  * device's local memory or work-group limit is shrunk (fewer rows per item, shorter head-dim
  * and V chunks, fewer row groups) until it does, or disabled: a head-dim class whose two
  * families are both disabled reports FLASHCL_UNSUPPORTED. */
-static void fc_attn_plan(const fc_cl_device *dev,
-                         fc_attn_tile tiles[FC_ATTN_FAMILIES][FC_ATTN_DIM_CLASSES])
+void fc_attn_plan(const fc_cl_device *dev,
+                  fc_attn_tile tiles[FC_ATTN_FAMILIES][FC_ATTN_DIM_CLASSES])
 {
     int f, c, warp = dev->subgroups == FC_SG_NV_PTX ? 32 : 0;
     size_t local = dev->local_mem_bytes, max_wg = dev->max_work_group_size;
@@ -152,11 +155,28 @@ static void fc_attn_plan(const fc_cl_device *dev,
         }
 }
 
-void fc_cl_attention_options(const fc_cl_device *dev, char *out, size_t out_size)
+/* ---- build options ---------------------------------------------------------------------------
+ * Every attention program gets the whole geometry (so a kernel compiles the same in whichever
+ * program holds it) and the -D options selecting its part's kernels; attention_kernels.c says
+ * which parts a device builds. */
+
+/* What a part's program holds: FC_DTYPES and FC_ATTN_KINDS of cl/ (the generic program also
+ * holds the merge kernels, see attention_kernels.c). */
+static void part_contents(int part, int *dtypes, int *kinds)
+{
+    *dtypes = part >= FC_PART_F32 && part <= FC_PART_BF16 ? 1 << part : 7;
+    *kinds = part == FC_ATTN_PART_MERGE          ? FC_ATTN_KIND_MERGE
+             : part == FC_ATTN_PART_TILED_DECODE ? FC_ATTN_KIND_DECODE_TILES
+             : part == FC_PART_ALL_DTYPES
+                 ? FC_ATTN_KIND_PREFILL | FC_ATTN_KIND_DECODE_KEYS | FC_ATTN_KIND_MERGE
+                 : FC_ATTN_KIND_PREFILL | FC_ATTN_KIND_DECODE_KEYS;
+}
+
+void fc_cl_attention_options(const fc_cl_device *dev, int part, char *out, size_t out_size)
 {
     fc_attn_tile tiles[FC_ATTN_FAMILIES][FC_ATTN_DIM_CLASSES];
     size_t used;
-    int f, c;
+    int f, c, dtypes, kinds;
     fc_attn_plan(dev, tiles);
     /* Only NVIDIA's warp shuffles are used (row teams must be consecutive lanes of a known
      * width); elsewhere the row reductions go through local memory. */
@@ -165,7 +185,7 @@ void fc_cl_attention_options(const fc_cl_device *dev, char *out, size_t out_size
                             "-DFC_ATTN_MAX_SPLITS=%d",
                             dev->subgroups == FC_SG_NV_PTX ? "FC_SG_NV_PTX" : "FC_SG_NONE",
                             fc_attn_generic_kernels(dev) ? " -DFC_ATTN_GENERIC" : "",
-                            fc_attn_merge_wg(dev), split_merge_wg(dev), FC_ATTN_MAX_SPLITS);
+                            fc_attn_merge_wg(dev), fc_attn_split_merge_wg(dev), FC_ATTN_MAX_SPLITS);
     /* Oclgrind's uninitialised-value checker cannot simulate the `freeze` instructions that
      * LLVM's optimiser adds around integer div/rem pairs; unoptimised code means the same. */
     if (strstr(dev->info.name, "Oclgrind") && used < out_size)
@@ -179,93 +199,10 @@ void fc_cl_attention_options(const fc_cl_device *dev, char *out, size_t out_size
                                      t->columns, t->row_groups, t->rows_per_item,
                                      t->keys_per_item, t->dim_chunk, t->v_chunk);
         }
-    fc_attn_keys_options(dev, out, out_size, used);
-}
-
-/* ---- kernels ------------------------------------------------------------------------------ */
-
-flashcl_status fc_attn_create_kernel(fc_cl_context *ctx, const char *name, cl_kernel *out,
-                                     size_t *max_wg)
-{
-    return fc_attn_create_kernel_in(ctx, ctx->attention_program, name, out, max_wg);
-}
-
-flashcl_status fc_attn_create_kernel_in(fc_cl_context *ctx, cl_program program,
-                                        const char *name, cl_kernel *out, size_t *max_wg)
-{
-    cl_int err;
-    char what[128];
-    *out = clCreateKernel(program, name, &err);
-    if (err != CL_SUCCESS) {
-        *out = NULL;
-        snprintf(what, sizeof what, "clCreateKernel(%s)", name);
-        return fc_cl_fail(err, what);
-    }
-    err = clGetKernelWorkGroupInfo(*out, ctx->dev.device, CL_KERNEL_WORK_GROUP_SIZE,
-                                   sizeof *max_wg, max_wg, NULL);
-    if (err != CL_SUCCESS) {
-        snprintf(what, sizeof what, "clGetKernelWorkGroupInfo(%s)", name);
-        return fc_cl_fail(err, what);
-    }
-    return FLASHCL_SUCCESS;
-}
-
-flashcl_status fc_cl_attention_create_kernels(fc_cl_context *ctx)
-{
-    fc_attention_kernels *ak = &ctx->attention;
-    size_t max_wg = 0;
-    int f, c, dt;
-    flashcl_status st;
-    memset(ak, 0, sizeof *ak);
-    fc_attn_plan(&ctx->dev, ak->tile);
-    for (f = 0; f < FC_ATTN_FAMILIES; f++)
-        for (c = 0; c < FC_ATTN_DIM_CLASSES; c++) {
-            if (ak->tile[f][c].columns == 0) continue;
-            for (dt = 0; dt < FC_DTYPE_COUNT; dt++) {
-                char name[64];
-                if (fc_attn_generic_kernels(&ctx->dev)) /* one object per slot, same function */
-                    snprintf(name, sizeof name, "fc_attn_%s_any", fc_attn_family_name[f]);
-                else
-                    snprintf(name, sizeof name, "fc_attn_%s_d%d_%s", fc_attn_family_name[f],
-                             fc_attn_class_dim[c], fc_attn_dtype_name[dt]);
-                st = fc_attn_create_kernel(ctx, name, &ak->forward[f][c][dt], &max_wg);
-                if (st != FLASHCL_SUCCESS) return st;
-                /* Too many registers for the group size: the class cannot run here. */
-                if (max_wg < (size_t)tile_wg(&ak->tile[f][c])) {
-                    clReleaseKernel(ak->forward[f][c][dt]);
-                    ak->forward[f][c][dt] = NULL;
-                }
-            }
-        }
-    /* A merge kernel that cannot run its work-group is dropped: without the split merge,
-     * forward runs unsplit; without the other, flashcl_attention_merge is unsupported. */
-    st = fc_attn_create_kernel(ctx, "fc_attn_split_merge", &ak->split_merge, &max_wg);
-    if (st != FLASHCL_SUCCESS) return st;
-    if (max_wg < split_merge_wg(&ctx->dev)) {
-        clReleaseKernel(ak->split_merge);
-        ak->split_merge = NULL;
-    }
-    st = fc_attn_create_kernel(ctx, "fc_attn_merge", &ak->merge, &max_wg);
-    if (st != FLASHCL_SUCCESS) return st;
-    if (max_wg < fc_attn_merge_wg(&ctx->dev)) {
-        clReleaseKernel(ak->merge);
-        ak->merge = NULL;
-    }
-    return fc_attn_keys_create_kernels(ctx);
-}
-
-void fc_cl_attention_release_kernels(fc_cl_context *ctx)
-{
-    fc_attention_kernels *ak = &ctx->attention;
-    int f, c, dt;
-    for (f = 0; f < FC_ATTN_FAMILIES; f++)
-        for (c = 0; c < FC_ATTN_DIM_CLASSES; c++)
-            for (dt = 0; dt < FC_DTYPE_COUNT; dt++)
-                if (ak->forward[f][c][dt]) clReleaseKernel(ak->forward[f][c][dt]);
-    if (ak->split_merge) clReleaseKernel(ak->split_merge);
-    if (ak->merge) clReleaseKernel(ak->merge);
-    fc_attn_keys_release_kernels(ctx);
-    memset(ak, 0, sizeof *ak);
+    used = fc_attn_keys_options(dev, out, out_size, used);
+    part_contents(part, &dtypes, &kinds);
+    if (used < out_size)
+        snprintf(out + used, out_size - used, " -DFC_DTYPES=%d -DFC_ATTN_KINDS=%d", dtypes, kinds);
 }
 
 /* ---- launching ---------------------------------------------------------------------------- */
@@ -361,11 +298,12 @@ typedef struct fc_attn_launch {
     cl_kernel kernel;
 } fc_attn_launch;
 
-/* Chooses the family (decode tiles when the rows of a kv head fit in four small tiles: their
+/* Chooses the family (decode when the rows of a kv head fit in four small decode tiles: their
  * extra passes over the keys hit the cache, while a prefill tile would compute its empty rows)
- * and, for decode, the key-parallel kernel (unless FLASHCL_ATTENTION_DECODE_LEGACY=1 asks for
- * the tiled one); the number of key splits (when the tiles alone would leave the device idle
- * and keys are many); and checks that the shape fits the kernels' 32-bit row and key indices. */
+ * and, for decode, the key-parallel kernel (the tiled one when FLASHCL_ATTENTION_DECODE_LEGACY=1
+ * asks for it, or when it is all this class has); the number of key splits (when the tiles
+ * alone would leave the device idle and keys are many); and checks that the shape fits the
+ * kernels' 32-bit row and key indices. */
 static flashcl_status plan_forward(fc_cl_context *ctx, const fc_attention_desc *d,
                                    fc_attn_launch *p)
 {
@@ -374,15 +312,19 @@ static flashcl_status plan_forward(fc_cl_context *ctx, const fc_attention_desc *
     int64_t max_split, target, nsplit, kps, tile_r, min_blocks = 2, per_cu;
     int64_t split_cap = FC_ATTN_MAX_SPLITS;
     const char *force = getenv("FLASHCL_ATTENTION_FAMILY");
-    cl_kernel pk, dk, kk;
+    const int legacy = fc_attn_decode_legacy();
+    cl_kernel pk, dk, kk, dec;
     const fc_attn_tile *tile;
     fc_attn_mma_choice mma;
 
     memset(p, 0, sizeof *p);
     p->dim_class = d->head_dim <= 64 ? 0 : d->head_dim <= 128 ? 1 : 2;
     pk = ak->forward[FC_ATTN_PREFILL][p->dim_class][d->dtype];
-    dk = ak->forward[FC_ATTN_DECODE][p->dim_class][d->dtype];
-    if (!pk && !dk)
+    dk = ak->forward[FC_ATTN_DECODE][p->dim_class][d->dtype]; /* NULL when not built */
+    kk = ak->decode_keys[p->dim_class][d->dtype];
+    dec = dk && (legacy || !kk) ? dk : kk;                 /* the decode family's kernel */
+    tile = &ak->tile[FC_ATTN_DECODE][p->dim_class];        /* decode-shaped: fits 4 of these */
+    if (!pk && !dec)
         return fc_fail(FLASHCL_UNSUPPORTED,
                        "head_dim %lld does not fit '%s' (local memory %zu bytes, work-group "
                        "limit %zu)",
@@ -394,17 +336,22 @@ static flashcl_status plan_forward(fc_cl_context *ctx, const fc_attention_desc *
                        "attention shape too large for 32-bit row indices (seqlen_q %lld, "
                        "seqlen_k %lld, heads_q %lld)",
                        (long long)d->seqlen_q, (long long)d->seqlen_k, (long long)d->heads_q);
-    p->family = dk && (!pk || rows <= 4 * tile_rows(&ak->tile[FC_ATTN_DECODE][p->dim_class]))
+    p->family = dec && (!pk || (tile->columns > 0 && rows <= 4 * tile_rows(tile)))
                     ? FC_ATTN_DECODE : FC_ATTN_PREFILL;
     if (force && !strcmp(force, "prefill") && pk) p->family = FC_ATTN_PREFILL;
-    if (force && !strcmp(force, "decode") && dk) p->family = FC_ATTN_DECODE;
+    if (force && !strcmp(force, "decode") && dec) p->family = FC_ATTN_DECODE;
+    /* An A/B measurement must not quietly time the other kernel. */
+    if (p->family == FC_ATTN_DECODE && legacy && !ak->tiled_decode)
+        return fc_fail(FLASHCL_UNSUPPORTED,
+                       "FLASHCL_ATTENTION_DECODE_LEGACY=1: this context has no tiled decode "
+                       "kernels; they are built only when the variable is set as the context "
+                       "is created");
     tile = &ak->tile[p->family][p->dim_class];
-    p->kernel = ak->forward[p->family][p->dim_class][d->dtype];
+    p->kernel = p->family == FC_ATTN_DECODE ? dec : pk;
     p->wg = (size_t)tile_wg(tile);
     tile_r = tile_rows(tile);
     bn = tile_keys(tile);
     per_cu = p->family == FC_ATTN_DECODE ? 8 : 2;
-    kk = ak->decode_keys[p->dim_class][d->dtype];
     if (!(force && !strcmp(force, "decode")) && fc_attn_mma_pick(ctx, d, &mma)) {
         /* Tensor cores where the device has them, for decode shapes too: there the kernel's
          * cp.async stream of K and V through local memory outran the key-parallel kernel
@@ -415,7 +362,7 @@ static flashcl_status plan_forward(fc_cl_context *ctx, const fc_attention_desc *
         tile_r = mma.rows;
         bn = mma.keys;
         per_cu = 2;
-    } else if (p->family == FC_ATTN_DECODE && kk && !fc_attn_decode_legacy()) {
+    } else if (p->family == FC_ATTN_DECODE && dec == kk) {
         /* A split of one block already streams its K and V at once. Eight groups per compute
          * unit keep the last wave short, but at most 64 splits: the merge reads a row's
          * partials in one work-group (H100, f32 D128 Hq32 Hkv4: B1 Sk65536 with 64 splits
@@ -542,7 +489,7 @@ flashcl_status fc_cl_attention_forward(void *opaque, const fc_attention_desc *d)
         fc_attn_arg(&a, sizeof at, &at), fc_attn_arg(&a, sizeof mdims, &mdims);
         fc_attn_arg_mem(&a, d->o_mem), fc_attn_arg(&a, sizeof uos, &uos);
         fc_attn_arg_mem(&a, d->lse_mem), fc_attn_arg(&a, sizeof uls, &uls), fc_attn_arg(&a, sizeof out, &out);
-        st = fc_attn_enqueue(ctx, &a, (size_t)rows_all, split_merge_wg(&ctx->dev));
+        st = fc_attn_enqueue(ctx, &a, (size_t)rows_all, fc_attn_split_merge_wg(&ctx->dev));
     }
 done:
     mtx_unlock(&ctx->launch_lock);

@@ -8,8 +8,6 @@
 #include "attention_internal.h"
 #include "../text.h"
 
-static const int keys_class_dim[FC_ATTN_DIM_CLASSES] = {64, 128, 256};
-static const char *const keys_dtype_name[FC_DTYPE_COUNT] = {"f32", "f16", "bf16"};
 
 /* {WG, RT, KB} per head-dim class. GPUs: four warps, a GQA group of 8 query heads (or Sq·G
  * rows up to 8) per work-group, and blocks of 16 KiB of K (64 keys of 128 16-bit dims, 32 of
@@ -76,7 +74,7 @@ static void keys_override(fc_attn_keys_tile tiles[FC_ATTN_DIM_CLASSES])
         fc_attn_keys_tile t;
         if (sscanf(env, "K%d=%d,%d,%d", &dim, &t.work_group, &t.rows, &t.keys) == 4)
             for (c = 0; c < FC_ATTN_DIM_CLASSES; c++)
-                if (keys_class_dim[c] == dim) tiles[c] = t;
+                if (fc_attn_class_dim[c] == dim) tiles[c] = t;
         env = strchr(env, ';');
         if (env) env++;
     }
@@ -86,7 +84,7 @@ static void keys_override(fc_attn_keys_tile tiles[FC_ATTN_DIM_CLASSES])
  * Blocks that do not fit local memory are halved; a tuple that still does not fit, or breaks
  * the kernel's divisibility rules, is disabled (the tiled decode kernel then runs). Generic
  * kernels serve every head dim with one tuple, which must suit all three. */
-static void keys_plan(const fc_cl_device *dev, fc_attn_keys_tile tiles[FC_ATTN_DIM_CLASSES])
+void fc_attn_keys_plan(const fc_cl_device *dev, fc_attn_keys_tile tiles[FC_ATTN_DIM_CLASSES])
 {
     int c, warp = dev->subgroups == FC_SG_NV_PTX ? 32 : 0, generic = fc_attn_generic_kernels(dev);
     memcpy(tiles, dev->is_gpu ? keys_gpu : keys_cpu, sizeof keys_gpu);
@@ -94,7 +92,7 @@ static void keys_plan(const fc_cl_device *dev, fc_attn_keys_tile tiles[FC_ATTN_D
     if (generic) tiles[0] = tiles[1] = tiles[2];
     for (c = 0; c < FC_ATTN_DIM_CLASSES; c++) {
         fc_attn_keys_tile *t = &tiles[c];
-        int dp = generic ? 256 : keys_class_dim[c], ok;
+        int dp = generic ? 256 : fc_attn_class_dim[c], ok;
         while (t->work_group > 0 && t->keys > 2 &&
                keys_local_bytes(t, t->keys, dp) > dev->local_mem_bytes)
             t->keys /= 2;
@@ -109,35 +107,36 @@ size_t fc_attn_keys_options(const fc_cl_device *dev, char *out, size_t out_size,
 {
     fc_attn_keys_tile tiles[FC_ATTN_DIM_CLASSES];
     int c;
-    keys_plan(dev, tiles);
+    fc_attn_keys_plan(dev, tiles);
     /* f16 conversions with PTX cvt where NVIDIA's inline PTX is in use (as the softmax does) */
     if (used < out_size)
         used += (size_t)snprintf(out + used, out_size - used, " -DFC_HALF_IMPL=%d",
                                  dev->subgroups == FC_SG_NV_PTX ? 2 : 1);
     for (c = 0; c < FC_ATTN_DIM_CLASSES && used < out_size; c++)
         used += (size_t)snprintf(out + used, out_size - used, " -DFC_ATTN_K%d=(%d,%d,%d)",
-                                 keys_class_dim[c], tiles[c].work_group, tiles[c].rows,
+                                 fc_attn_class_dim[c], tiles[c].work_group, tiles[c].rows,
                                  tiles[c].keys);
     return used;
 }
 
-flashcl_status fc_attn_keys_create_kernels(fc_cl_context *ctx)
+flashcl_status fc_attn_keys_create_kernels(fc_cl_context *ctx, cl_program program, int part)
 {
     fc_attention_kernels *ak = &ctx->attention;
     size_t max_wg = 0;
     int c, dt;
     flashcl_status st;
-    keys_plan(&ctx->dev, ak->keys_tile);
+    fc_attn_keys_plan(&ctx->dev, ak->keys_tile);
     for (c = 0; c < FC_ATTN_DIM_CLASSES; c++) {
         if (ak->keys_tile[c].work_group == 0) continue;
         for (dt = 0; dt < FC_DTYPE_COUNT; dt++) {
             char name[64];
+            if (!fc_attn_part_has(part, dt)) continue;
             if (fc_attn_generic_kernels(&ctx->dev))
                 snprintf(name, sizeof name, "fc_attn_decode_keys_any");
             else
-                snprintf(name, sizeof name, "fc_attn_decode_keys_d%d_%s", keys_class_dim[c],
-                         keys_dtype_name[dt]);
-            st = fc_attn_create_kernel(ctx, name, &ak->decode_keys[c][dt], &max_wg);
+                snprintf(name, sizeof name, "fc_attn_decode_keys_d%d_%s", fc_attn_class_dim[c],
+                         fc_attn_dtype_name[dt]);
+            st = fc_attn_create_kernel(ctx, program, name, &ak->decode_keys[c][dt], &max_wg);
             if (st != FLASHCL_SUCCESS) return st;
             if (max_wg < (size_t)ak->keys_tile[c].work_group) { /* too many registers */
                 clReleaseKernel(ak->decode_keys[c][dt]);
@@ -148,12 +147,13 @@ flashcl_status fc_attn_keys_create_kernels(fc_cl_context *ctx)
     return FLASHCL_SUCCESS;
 }
 
-void fc_attn_keys_release_kernels(fc_cl_context *ctx)
+void fc_attn_keys_release_kernels(fc_cl_context *ctx, int part)
 {
     fc_attention_kernels *ak = &ctx->attention;
     int c, dt;
     for (c = 0; c < FC_ATTN_DIM_CLASSES; c++)
         for (dt = 0; dt < FC_DTYPE_COUNT; dt++) {
+            if (!fc_attn_part_has(part, dt)) continue;
             if (ak->decode_keys[c][dt]) clReleaseKernel(ak->decode_keys[c][dt]);
             ak->decode_keys[c][dt] = NULL;
         }

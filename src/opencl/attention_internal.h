@@ -1,6 +1,7 @@
-/* What the host files of the attention program share (src/opencl/attention.c: geometry, kernels,
- * forward launch; attention_decode.c: the key-parallel decode kernels; attention_merge.c:
- * flashcl_attention_merge). Not part of the library's interface. */
+/* What the host files of the attention programs share (src/opencl/attention.c: geometry,
+ * programs, forward kernels and launch; attention_decode.c: the key-parallel decode kernels;
+ * attention_merge.c: the merge kernels and flashcl_attention_merge). Not part of the library's
+ * interface. */
 #ifndef FC_ATTENTION_INTERNAL_H
 #define FC_ATTENTION_INTERNAL_H
 
@@ -31,26 +32,43 @@ size_t fc_attn_dtype_bytes(flashcl_dtype dt);
 /* Makes ctx->attention_scratch hold `bytes` (caller holds launch_lock). */
 flashcl_status fc_attn_scratch_reserve(fc_cl_context *ctx, size_t bytes);
 
-/* clCreateKernel plus its CL_KERNEL_WORK_GROUP_SIZE, failures as statuses: from the attention
- * program, or (_in) from another. */
-flashcl_status fc_attn_create_kernel(fc_cl_context *ctx, const char *name, cl_kernel *out,
-                                     size_t *max_wg);
-flashcl_status fc_attn_create_kernel_in(fc_cl_context *ctx, cl_program program,
-                                        const char *name, cl_kernel *out, size_t *max_wg);
+/* clCreateKernel (from `program`) plus its CL_KERNEL_WORK_GROUP_SIZE, failures as statuses. */
+flashcl_status fc_attn_create_kernel(fc_cl_context *ctx, cl_program program, const char *name,
+                                     cl_kernel *out, size_t *max_wg);
+/* Whether a program part (FC_PART_*) holds the kernels of dtype dt. */
+int fc_attn_part_has(int part, int dt);
 
-/* Work-group size of fc_attn_merge on this device (a power of two). */
+/* Work-group sizes of fc_attn_merge and fc_attn_split_merge on this device (powers of two). */
 size_t fc_attn_merge_wg(const fc_cl_device *dev);
+size_t fc_attn_split_merge_wg(const fc_cl_device *dev);
+
+/* ---- the merge kernels (attention_merge.c): FC_ATTN_PART_MERGE, or the generic part ---- */
+flashcl_status fc_attn_merge_create_kernels(fc_cl_context *ctx, cl_program program);
+void fc_attn_merge_release_kernels(fc_cl_context *ctx);
 
 /* CPUs get generic kernels (dtype and head dim decided at run time). */
 int fc_attn_generic_kernels(const fc_cl_device *dev);
 
+/* Padded head dim of each class, and the dtypes' kernel name suffixes. */
+extern const int fc_attn_class_dim[FC_ATTN_DIM_CLASSES];
+extern const char *const fc_attn_dtype_name[FC_DTYPE_COUNT];
+
+/* The tiled kernels' geometry per family and head-dim class (attention.c): a pure function of
+ * the device, so build options and launches agree; a tile whose columns are 0 is disabled. */
+typedef struct fc_attention_tile fc_attn_tile;
+void fc_attn_plan(const fc_cl_device *dev,
+                  fc_attn_tile tiles[FC_ATTN_FAMILIES][FC_ATTN_DIM_CLASSES]);
+
 /* ---- key-parallel decode (attention_decode.c) ---- */
 typedef struct fc_attention_keys_tile fc_attn_keys_tile;
 
+/* The geometry per head-dim class (a pure function of the device; WG 0: disabled). */
+void fc_attn_keys_plan(const fc_cl_device *dev, fc_attn_keys_tile tiles[FC_ATTN_DIM_CLASSES]);
 /* Appends the kernels' -D options (their geometry per class) to out (used bytes so far). */
 size_t fc_attn_keys_options(const fc_cl_device *dev, char *out, size_t out_size, size_t used);
-flashcl_status fc_attn_keys_create_kernels(fc_cl_context *ctx);
-void fc_attn_keys_release_kernels(fc_cl_context *ctx);
+/* The kernels of the dtypes of `part` (FC_PART_*) from `program`, and their release. */
+flashcl_status fc_attn_keys_create_kernels(fc_cl_context *ctx, cl_program program, int part);
+void fc_attn_keys_release_kernels(fc_cl_context *ctx, int part);
 /* Keys per block of a class's kernel for a dtype (f32 blocks hold half the 16-bit ones). */
 int fc_attn_keys_block(const fc_attn_keys_tile *t, flashcl_dtype dt);
 /* Whether FLASHCL_ATTENTION_DECODE_LEGACY=1 asks for the tiled decode kernel instead. */

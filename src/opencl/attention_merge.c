@@ -1,10 +1,46 @@
-/* Host side of flashcl_attention_merge: N partial results (o_i, lse_i) of the same queries over
- * disjoint key sets combined by fc_attn_merge (cl/attention_merge.cl), four parts per launch,
- * longer lists chained through f32 scratch. Descriptors arrive validated (src/api_attention.c). */
+/* Host side of the merge kernels (cl/attention_merge.cl; a program of their own on GPUs): their
+ * creation, and flashcl_attention_merge: N partial results (o_i, lse_i) of the same queries over
+ * disjoint key sets combined by fc_attn_merge, four parts per launch, longer lists chained
+ * through f32 scratch. attention.c launches the split-KV merge. Descriptors arrive validated
+ * (src/api_attention.c). */
 #include <string.h>
 
 #include "attention_internal.h"
 #include "../error.h"
+
+/* ---- kernels ------------------------------------------------------------------------------ */
+
+/* A merge kernel that cannot run its work-group is dropped: without the split merge, forward
+ * runs unsplit; without the other, flashcl_attention_merge is unsupported. */
+static flashcl_status create_merge(fc_cl_context *ctx, cl_program program, const char *name,
+                                   size_t wg, cl_kernel *out)
+{
+    size_t max_wg = 0;
+    flashcl_status st = fc_attn_create_kernel(ctx, program, name, out, &max_wg);
+    if (st != FLASHCL_SUCCESS) return st;
+    if (max_wg < wg) {
+        clReleaseKernel(*out);
+        *out = NULL;
+    }
+    return FLASHCL_SUCCESS;
+}
+
+flashcl_status fc_attn_merge_create_kernels(fc_cl_context *ctx, cl_program program)
+{
+    fc_attention_kernels *ak = &ctx->attention;
+    flashcl_status st = create_merge(ctx, program, "fc_attn_split_merge",
+                                     fc_attn_split_merge_wg(&ctx->dev), &ak->split_merge);
+    if (st != FLASHCL_SUCCESS) return st;
+    return create_merge(ctx, program, "fc_attn_merge", fc_attn_merge_wg(&ctx->dev), &ak->merge);
+}
+
+void fc_attn_merge_release_kernels(fc_cl_context *ctx)
+{
+    fc_attention_kernels *ak = &ctx->attention;
+    if (ak->split_merge) clReleaseKernel(ak->split_merge);
+    if (ak->merge) clReleaseKernel(ak->merge);
+    ak->split_merge = ak->merge = NULL;
+}
 
 /* ---- flashcl_attention_merge -------------------------------------------------------------- */
 

@@ -17,8 +17,9 @@ static const int fc_mma_keys[FC_ATTN_MMA_CLASSES] = {64, 32};
 
 /* NVIDIA GPUs from compute capability 8.0 (cp.async, bf16 mma) through the PTX pass-through
  * of NVIDIA's OpenCL driver. FLASHCL_ATTENTION_NO_MMA=1 leaves the program out (A/B runs). */
-int fc_attn_mma_wanted(const fc_cl_device *dev)
+int fc_cl_attention_mma_wanted(const fc_cl_device *dev, int part)
 {
+    (void)part;
     return dev->vendor == FC_VENDOR_NVIDIA && dev->is_gpu && dev->subgroups == FC_SG_NV_PTX &&
            dev->nv_compute_major >= 8 && dev->local_mem_bytes >= 36864 &&
            !fc_env_flag("FLASHCL_ATTENTION_NO_MMA");
@@ -32,17 +33,19 @@ static int mma_warps(void)
     return w == 1 || w == 2 || w == 4 || w == 8 ? w : FC_MMA_DEFAULT_WARPS;
 }
 
-void fc_cl_attention_mma_options(const fc_cl_device *dev, char *out, size_t out_size)
+void fc_cl_attention_mma_options(const fc_cl_device *dev, int part, char *out, size_t out_size)
 {
-    (void)dev;
+    (void)dev, (void)part;
     snprintf(out, out_size, "-DFC_SG_NV_PTX -DFC_MMA_WARPS=%d", mma_warps());
 }
 
-flashcl_status fc_cl_attention_mma_create_kernels(fc_cl_context *ctx)
+flashcl_status fc_cl_attention_mma_create_kernels(fc_cl_context *ctx, cl_program program,
+                                                  int part)
 {
     fc_attention_kernels *ak = &ctx->attention;
     static const char *const dt_name[2] = {"f16", "bf16"};
     int c, dt;
+    (void)part;
     ak->mma_warps = mma_warps();
     for (c = 0; c < FC_ATTN_MMA_CLASSES; c++)
         for (dt = 0; dt < 2; dt++) {
@@ -50,8 +53,7 @@ flashcl_status fc_cl_attention_mma_create_kernels(fc_cl_context *ctx)
             size_t max_wg = 0;
             flashcl_status st;
             snprintf(name, sizeof name, "fc_attn_mma_d%d_%s", fc_mma_dim[c], dt_name[dt]);
-            st = fc_attn_create_kernel_in(ctx, ctx->attention_mma_program, name,
-                                          &ak->mma[c][dt], &max_wg);
+            st = fc_attn_create_kernel(ctx, program, name, &ak->mma[c][dt], &max_wg);
             if (st != FLASHCL_SUCCESS) return st;
             /* Too many registers for the work-group: the tiled kernel takes these calls. */
             if (max_wg < (size_t)(32 * ak->mma_warps)) {
@@ -62,9 +64,10 @@ flashcl_status fc_cl_attention_mma_create_kernels(fc_cl_context *ctx)
     return FLASHCL_SUCCESS;
 }
 
-void fc_cl_attention_mma_release_kernels(fc_cl_context *ctx)
+void fc_cl_attention_mma_release_kernels(fc_cl_context *ctx, int part)
 {
     int c, dt;
+    (void)part;
     for (c = 0; c < FC_ATTN_MMA_CLASSES; c++)
         for (dt = 0; dt < 2; dt++) {
             if (ctx->attention.mma[c][dt]) clReleaseKernel(ctx->attention.mma[c][dt]);

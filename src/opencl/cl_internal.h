@@ -46,9 +46,20 @@ typedef struct fc_cl_device {
     int nv_compute_major;       /* NVIDIA compute capability major; 0 when unknown */
 } fc_cl_device;
 
-/* Kernels of the softmax program (cl/softmax.cl), indexed [input dtype][output dtype], and the
- * launch limits softmax.c derived from the build options and from the kernels themselves. */
+/* A kernel family's kernels are built as several programs that the driver compiles
+ * concurrently (program.c's table), each holding one part of them: the per-dtype parts are the
+ * flashcl_dtype codes (softmax: input dtype; attention: q/k/v dtype, GPUs only). */
 #define FC_DTYPE_COUNT 3
+enum { FC_PART_F32 = 0, FC_PART_F16 = 1, FC_PART_BF16 = 2, FC_PART_ALL_DTYPES = 3 };
+/* Attention's other parts: the merge kernels, and the tiled decode kernels (built only when
+ * FLASHCL_ATTENTION_DECODE_LEGACY is set or the device needs them, see attention.c). */
+enum { FC_ATTN_PART_MERGE = 4, FC_ATTN_PART_TILED_DECODE = 5 };
+/* Most programs one context builds (program.c checks its table against it). */
+#define FC_CL_MAX_PROGRAMS 16
+
+/* Kernels of the softmax programs (cl/softmax.cl), indexed [input dtype][output dtype], and the
+ * launch limits softmax.c derived from the build options and from the kernels themselves. */
+#define FC_SOFTMAX_WG_KINDS 6
 typedef struct fc_softmax_kernels {
     cl_kernel rows_in_registers[FC_DTYPE_COUNT][FC_DTYPE_COUNT];
     cl_kernel online_chunked[FC_DTYPE_COUNT][FC_DTYPE_COUNT];
@@ -69,12 +80,17 @@ typedef struct fc_softmax_kernels {
     unsigned stream_unroll;              /* FC_STREAM_UNROLL */
     cl_ulong l2_budget;                  /* ordered split: bytes read between a slice's reads */
     int ordered;                         /* split_row_ordered kernels exist */
+    /* Per input dtype (one program each): the smallest CL_KERNEL_WORK_GROUP_SIZE of each kind
+     * of kernel, and whether that dtype's kernels exist; the limits above cover them all. */
+    size_t kernel_wg[FC_DTYPE_COUNT][FC_SOFTMAX_WG_KINDS];
+    int part_ready[FC_DTYPE_COUNT];
 } fc_softmax_kernels;
 
-/* Kernels of the attention program (owned by attention.c): the forward kernel per family
+/* Kernels of the attention programs (owned by attention.c): the forward kernel per family
  * (0 prefill: large query tiles; 1 decode: small query tiles for few queries and split-KV),
  * padded head-dim class (64, 128, 256) and dtype, each with the geometry it was compiled for;
- * a NULL kernel is a class this device cannot run. Plus the two merge kernels. */
+ * a NULL kernel is a class this device cannot run, or (decode tiles) one not built. Plus the
+ * two merge kernels. */
 #define FC_ATTN_FAMILIES 2
 #define FC_ATTN_DIM_CLASSES 3
 typedef struct fc_attention_kernels {
@@ -101,24 +117,18 @@ typedef struct fc_attention_kernels {
     int mma_warps;              /* warps per work-group the mma kernels were built for */
     cl_kernel split_merge;      /* split-KV partials (f32 scratch) -> o, lse */
     cl_kernel merge;            /* up to 4 partial (o, lse) -> o, lse (flashcl_attention_merge) */
+    int tiled_decode;           /* the tiled decode kernels were built (their own program) */
 } fc_attention_kernels;
 
 typedef struct fc_cl_context {
     fc_cl_device dev;
     cl_context context;
     cl_command_queue queue;
-    cl_program softmax_program;
+    cl_program programs[FC_CL_MAX_PROGRAMS]; /* by program.c's table; NULL: not built */
     fc_softmax_kernels softmax;
-    cl_program attention_program;
     fc_attention_kernels attention;
-    char attention_options[512];    /* what the attention program was built with */
-    cl_program attention_mma_program; /* NULL on devices without it */
-    char attention_mma_options[512];
-    /* Options the softmax program was built with (the -D values also tell softmax.c which
-     * work-group sizes the kernels were compiled for). */
-    char build_options[512];
     int built_from_cache;       /* 1 when every program binary came from the disk cache */
-    double build_seconds;       /* time spent creating the program (compile or load) */
+    double build_seconds;       /* time spent creating the programs (compile or load) */
     mtx_t launch_lock;          /* clSetKernelArg + enqueue must not interleave across threads */
     cl_mem scratch;             /* grows on demand for split-row partials (under launch_lock) */
     size_t scratch_bytes;
@@ -137,9 +147,25 @@ const char *fc_cl_error_name(cl_int err);
 /* Maps an OpenCL error to a flashcl status with a message naming the failed call. */
 flashcl_status fc_cl_fail(cl_int err, const char *what);
 
-/* program.c: builds (or loads from the cache) the programs and creates the kernels. */
+/* program.c: builds (or loads from the cache) the programs, concurrently, and creates the
+ * kernels. */
 flashcl_status fc_cl_build_programs(fc_cl_context *ctx, const char *cache_dir);
 void fc_cl_release_programs(fc_cl_context *ctx);
+
+/* program_build.c: one program. */
+typedef struct fc_program_source {
+    const char *name;                /* in messages */
+    const char *const *sources;      /* concatenated in order */
+    size_t count;
+    const char *options;             /* the whole option line */
+} fc_program_source;
+/* Builds src for ctx's device into *out: from the binary cache in cache_dir when load_cached
+ * and a verified binary is there (*from_cache = 1), else from the sources, storing the binary
+ * in the cache; cache_dir NULL: no cache. Safe to run concurrently for different programs of
+ * one context: it only reads ctx->dev and ctx->context. */
+flashcl_status fc_cl_program_build(fc_cl_context *ctx, const fc_program_source *src,
+                                   const char *cache_dir, int load_cached, cl_program *out,
+                                   int *from_cache);
 
 /* cache.c: binary cache. The key hashes everything that determines the binary. */
 typedef struct fc_cache_key {
@@ -156,26 +182,33 @@ unsigned char *fc_cache_load(const char *dir, const fc_cache_key *key, size_t *s
 int fc_cache_store(const char *dir, const fc_cache_key *key, const unsigned char *data,
                    size_t size);
 
-/* softmax.c (owns cl/softmax.cl's host side) */
-/* Writes the -D options the softmax program is built with for this device. */
-void fc_cl_softmax_options(const fc_cl_device *dev, char *out, size_t out_size);
-/* Creates every kernel of ctx->softmax_program into ctx->softmax. */
-flashcl_status fc_cl_softmax_create_kernels(fc_cl_context *ctx);
-void fc_cl_softmax_release_kernels(fc_cl_context *ctx);
+/* Every kernel family has these hooks for program.c's table; `part` is the table entry's
+ * (FC_PART_*, FC_ATTN_PART_*). wanted: whether the device builds that part (NULL: always);
+ * options: the -D options of its program; create_kernels: its kernels from the built program
+ * (called on the thread that creates the context, after every program is built);
+ * release_kernels: releases them (also after a partial or failed creation). */
+
+/* softmax.c (owns cl/softmax.cl's host side); one program per input dtype */
+void fc_cl_softmax_options(const fc_cl_device *dev, int part, char *out, size_t out_size);
+flashcl_status fc_cl_softmax_create_kernels(fc_cl_context *ctx, cl_program program, int part);
+void fc_cl_softmax_release_kernels(fc_cl_context *ctx, int part);
 /* Chooses the variant (or takes the forced one) and enqueues it. desc is already validated. */
 flashcl_status fc_cl_softmax(void *ctx, const fc_softmax_desc *desc);
 
 /* attention.c (owns cl/attention.cl's host side), same shape as softmax.c */
-void fc_cl_attention_options(const fc_cl_device *dev, char *out, size_t out_size);
-flashcl_status fc_cl_attention_create_kernels(fc_cl_context *ctx);
-void fc_cl_attention_release_kernels(fc_cl_context *ctx);
+int fc_cl_attention_wanted(const fc_cl_device *dev, int part);
+void fc_cl_attention_options(const fc_cl_device *dev, int part, char *out, size_t out_size);
+flashcl_status fc_cl_attention_create_kernels(fc_cl_context *ctx, cl_program program, int part);
+void fc_cl_attention_release_kernels(fc_cl_context *ctx, int part);
 flashcl_status fc_cl_attention_forward(void *ctx, const fc_attention_desc *desc);
 flashcl_status fc_cl_attention_merge(void *ctx, const fc_attention_merge_desc *desc);
-/* attention_mma.c (cl/attention_mma.cl's host side): built only where fc_attn_mma_wanted. */
-int fc_attn_mma_wanted(const fc_cl_device *dev);
-void fc_cl_attention_mma_options(const fc_cl_device *dev, char *out, size_t out_size);
-flashcl_status fc_cl_attention_mma_create_kernels(fc_cl_context *ctx);
-void fc_cl_attention_mma_release_kernels(fc_cl_context *ctx);
+/* attention_mma.c (cl/attention_mma.cl's host side), the same hooks; built only on NVIDIA GPUs
+ * of compute capability 8.0 and up (part is unused: one program). */
+int fc_cl_attention_mma_wanted(const fc_cl_device *dev, int part);
+void fc_cl_attention_mma_options(const fc_cl_device *dev, int part, char *out, size_t out_size);
+flashcl_status fc_cl_attention_mma_create_kernels(fc_cl_context *ctx, cl_program program,
+                                                  int part);
+void fc_cl_attention_mma_release_kernels(fc_cl_context *ctx, int part);
 
 /* context.c */
 extern const fc_backend fc_opencl_backend;

@@ -106,7 +106,7 @@ static void fc_softmax_tune(const fc_cl_device *dev, fc_softmax_tuning *t)
     }
 }
 
-void fc_cl_softmax_options(const fc_cl_device *dev, char *out, size_t out_size)
+void fc_cl_softmax_options(const fc_cl_device *dev, int part, char *out, size_t out_size)
 {
     static const char *const sg_define[] = {"FC_SG_NONE", "FC_SG_KHR", "FC_SG_INTEL",
                                             "FC_SG_NV_PTX"};
@@ -115,17 +115,22 @@ void fc_cl_softmax_options(const fc_cl_device *dev, char *out, size_t out_size)
     snprintf(out, out_size,
              "%s -D%s -DFC_SG_SIZE=%d -DFC_MAX_WG=%zu -DFC_RIR_CHUNKS=%u "
              "-DFC_STREAM_UNROLL=%u -DFC_COOP=%d -DFC_COOP_CHUNKS=%u -DFC_HALF_IMPL=%u "
-             "-DFC_FAST_EXP=%d -DFC_NV_SLEEP=%d -DFC_ORDERED=%d -DFC_STREAM_STORES=%d",
+             "-DFC_FAST_EXP=%d -DFC_NV_SLEEP=%d -DFC_ORDERED=%d -DFC_STREAM_STORES=%d "
+             "-DFC_DTYPES=%d",
              t.cl_std, sg_define[t.sg], t.sg_size, t.max_wg, t.rir_chunks, t.stream_unroll, t.coop,
-             t.coop_chunks, t.half_impl, t.fast_exp, t.nv_sleep, t.ordered, t.stream_stores);
+             t.coop_chunks, t.half_impl, t.fast_exp, t.nv_sleep, t.ordered, t.stream_stores,
+             part == FC_PART_ALL_DTYPES ? 7 : 1 << part);
 }
 
 /* ---- kernels ----------------------------------------------------------------------------------- */
 
 static const char *const fc_dtype_suffix[FC_DTYPE_COUNT] = {"f32", "f16", "bf16"};
 
-static flashcl_status fc_create_kernel(fc_cl_context *ctx, cl_kernel *out, size_t *max_wg,
-                                       const char *base, int xd, int yd)
+/* Kinds of kernel whose work-group limits the launches share (kernel_wg's second index). */
+enum { FC_WG_RIR, FC_WG_HELD, FC_WG_CHUNKED, FC_WG_SPLIT, FC_WG_COOP, FC_WG_ORDERED };
+
+static flashcl_status fc_create_kernel(fc_cl_context *ctx, cl_program program, cl_kernel *out,
+                                       size_t *max_wg, const char *base, int xd, int yd)
 {
     char name[96], what[128];
     cl_int err;
@@ -134,7 +139,7 @@ static flashcl_status fc_create_kernel(fc_cl_context *ctx, cl_kernel *out, size_
         snprintf(name, sizeof name, "%s_%s", base, fc_dtype_suffix[xd]);
     else
         snprintf(name, sizeof name, "%s_%s_%s", base, fc_dtype_suffix[xd], fc_dtype_suffix[yd]);
-    *out = clCreateKernel(ctx->softmax_program, name, &err);
+    *out = clCreateKernel(program, name, &err);
     if (err != CL_SUCCESS) {
         *out = NULL;
         snprintf(what, sizeof what, "clCreateKernel(%s)", name);
@@ -151,90 +156,121 @@ static flashcl_status fc_create_kernel(fc_cl_context *ctx, cl_kernel *out, size_
     return FLASHCL_SUCCESS;
 }
 
-flashcl_status fc_cl_softmax_create_kernels(fc_cl_context *ctx)
+/* The kernels of one input dtype; wg[kind] receives their smallest work-group limits. */
+static flashcl_status fc_create_input_kernels(fc_cl_context *ctx, cl_program program,
+                                              const fc_softmax_tuning *t, int xd, size_t *wg)
+{
+    fc_softmax_kernels *k = &ctx->softmax;
+    flashcl_status st;
+    int yd, kind;
+    for (kind = 0; kind < FC_SOFTMAX_WG_KINDS; kind++) wg[kind] = SIZE_MAX;
+    st = fc_create_kernel(ctx, program, &k->split_row_partials[xd], &wg[FC_WG_SPLIT],
+                          "softmax_split_row_partials", xd, -1);
+    for (yd = 0; yd < FC_DTYPE_COUNT && st == FLASHCL_SUCCESS; yd++) {
+        st = fc_create_kernel(ctx, program, &k->rows_in_registers[xd][yd], &wg[FC_WG_RIR],
+                              "softmax_rows_in_registers", xd, yd);
+        if (st == FLASHCL_SUCCESS)
+            st = fc_create_kernel(ctx, program, &k->online_chunked[xd][yd], &wg[FC_WG_CHUNKED],
+                                  "softmax_online_chunked", xd, yd);
+        if (st == FLASHCL_SUCCESS)
+            st = fc_create_kernel(ctx, program, &k->split_row_normalize[xd][yd],
+                                  &wg[FC_WG_SPLIT], "softmax_split_row_normalize", xd, yd);
+        if (st == FLASHCL_SUCCESS)
+            st = fc_create_kernel(ctx, program, &k->rows_held[0][xd][yd], &wg[FC_WG_HELD],
+                                  "softmax_rows_held8", xd, yd);
+        if (st == FLASHCL_SUCCESS)
+            st = fc_create_kernel(ctx, program, &k->rows_held[1][xd][yd], &wg[FC_WG_HELD],
+                                  "softmax_rows_held16", xd, yd);
+        if (st == FLASHCL_SUCCESS && t->coop)
+            st = fc_create_kernel(ctx, program, &k->split_row_cooperative[xd][yd],
+                                  &wg[FC_WG_COOP], "softmax_split_row_cooperative", xd, yd);
+        if (st == FLASHCL_SUCCESS && t->ordered)
+            st = fc_create_kernel(ctx, program, &k->split_row_ordered[xd][yd],
+                                  &wg[FC_WG_ORDERED], "softmax_split_row_ordered", xd, yd);
+    }
+    return st;
+}
+
+static size_t fc_min(size_t a, size_t b) { return a < b ? a : b; }
+
+/* Sets the launch limits from the tuning and the kernels of every input dtype created so far
+ * (so, once every part is created, from all of them, in whatever order they came). Fails when
+ * NVIDIA's warp shuffles would not get a whole warp. */
+static flashcl_status fc_set_limits(fc_cl_context *ctx, const fc_softmax_tuning *t)
+{
+    fc_softmax_kernels *k = &ctx->softmax;
+    size_t wg[FC_SOFTMAX_WG_KINDS];
+    int kind, xd;
+    for (kind = 0; kind < FC_SOFTMAX_WG_KINDS; kind++) {
+        wg[kind] = SIZE_MAX;
+        for (xd = 0; xd < FC_DTYPE_COUNT; xd++)
+            if (k->part_ready[xd] && k->kernel_wg[xd][kind] < wg[kind])
+                wg[kind] = k->kernel_wg[xd][kind];
+    }
+    /* Work-group sizes: powers of two within both the tuning and every kernel's own limit. */
+    k->rir_chunks = t->rir_chunks;
+    k->coop_chunks = t->coop_chunks;
+    k->rir_max_wg = fc_floor_pow2(fc_min(wg[FC_WG_RIR], t->max_wg));
+    k->rir_group_wg = t->rir_group_wg;
+    k->resident_items = t->resident_items;
+    k->chunked_wg = fc_floor_pow2(fc_min(wg[FC_WG_CHUNKED], t->chunked_wg));
+    k->split_wg = fc_floor_pow2(fc_min(wg[FC_WG_SPLIT], t->split_wg));
+    k->coop_wg = t->coop ? fc_floor_pow2(fc_min(wg[FC_WG_COOP], t->coop_wg)) : 0;
+    k->coop = t->coop;
+    k->held_max_wg = fc_floor_pow2(fc_min(wg[FC_WG_HELD], t->max_wg));
+    k->ordered_wg = t->ordered ? fc_floor_pow2(fc_min(wg[FC_WG_ORDERED], t->split_wg)) : 0;
+    k->ordered = t->ordered;
+    k->stream_unroll = t->stream_unroll;
+    k->l2_budget = t->l2_budget;
+    if (t->sg == FC_SG_NV_PTX &&
+        (k->rir_max_wg < 32 || k->held_max_wg < 32 || k->chunked_wg < 32 || k->split_wg < 32 ||
+         (t->coop && k->coop_wg < 32) || (t->ordered && k->ordered_wg < 32)))
+        return fc_fail(FLASHCL_UNSUPPORTED,
+                       "softmax kernels on '%s' cannot run a full 32-lane warp per work-group",
+                       ctx->dev.info.name);
+    return FLASHCL_SUCCESS;
+}
+
+flashcl_status fc_cl_softmax_create_kernels(fc_cl_context *ctx, cl_program program, int part)
 {
     fc_softmax_kernels *k = &ctx->softmax;
     fc_softmax_tuning t;
     flashcl_status st = FLASHCL_SUCCESS;
-    size_t rir = SIZE_MAX, held = SIZE_MAX, chunked = SIZE_MAX, split = SIZE_MAX;
-    size_t coop = SIZE_MAX, ordered = SIZE_MAX;
-    int xd, yd;
+    int xd;
 
     fc_softmax_tune(&ctx->dev, &t);
-    memset(k, 0, sizeof *k);
     for (xd = 0; xd < FC_DTYPE_COUNT && st == FLASHCL_SUCCESS; xd++) {
-        st = fc_create_kernel(ctx, &k->split_row_partials[xd], &split, "softmax_split_row_partials",
-                              xd, -1);
-        for (yd = 0; yd < FC_DTYPE_COUNT && st == FLASHCL_SUCCESS; yd++) {
-            st = fc_create_kernel(ctx, &k->rows_in_registers[xd][yd], &rir,
-                                  "softmax_rows_in_registers", xd, yd);
-            if (st == FLASHCL_SUCCESS)
-                st = fc_create_kernel(ctx, &k->online_chunked[xd][yd], &chunked,
-                                      "softmax_online_chunked", xd, yd);
-            if (st == FLASHCL_SUCCESS)
-                st = fc_create_kernel(ctx, &k->split_row_normalize[xd][yd], &split,
-                                      "softmax_split_row_normalize", xd, yd);
-            if (st == FLASHCL_SUCCESS)
-                st = fc_create_kernel(ctx, &k->rows_held[0][xd][yd], &held, "softmax_rows_held8",
-                                      xd, yd);
-            if (st == FLASHCL_SUCCESS)
-                st = fc_create_kernel(ctx, &k->rows_held[1][xd][yd], &held, "softmax_rows_held16",
-                                      xd, yd);
-            if (st == FLASHCL_SUCCESS && t.coop)
-                st = fc_create_kernel(ctx, &k->split_row_cooperative[xd][yd], &coop,
-                                      "softmax_split_row_cooperative", xd, yd);
-            if (st == FLASHCL_SUCCESS && t.ordered)
-                st = fc_create_kernel(ctx, &k->split_row_ordered[xd][yd], &ordered,
-                                      "softmax_split_row_ordered", xd, yd);
-        }
+        if (part != FC_PART_ALL_DTYPES && part != xd) continue;
+        st = fc_create_input_kernels(ctx, program, &t, xd, k->kernel_wg[xd]);
+        k->part_ready[xd] = st == FLASHCL_SUCCESS;
     }
-    if (st != FLASHCL_SUCCESS) {
-        fc_cl_softmax_release_kernels(ctx);
-        return st;
-    }
-    /* Work-group sizes: powers of two within both the tuning and every kernel's own limit. */
-    k->rir_chunks = t.rir_chunks;
-    k->coop_chunks = t.coop_chunks;
-    k->rir_max_wg = fc_floor_pow2(rir < t.max_wg ? rir : t.max_wg);
-    k->rir_group_wg = t.rir_group_wg;
-    k->resident_items = t.resident_items;
-    k->chunked_wg = fc_floor_pow2(chunked < t.chunked_wg ? chunked : t.chunked_wg);
-    k->split_wg = fc_floor_pow2(split < t.split_wg ? split : t.split_wg);
-    k->coop_wg = t.coop ? fc_floor_pow2(coop < t.coop_wg ? coop : t.coop_wg) : 0;
-    k->coop = t.coop;
-    k->held_max_wg = fc_floor_pow2(held < t.max_wg ? held : t.max_wg);
-    k->ordered_wg = t.ordered ? fc_floor_pow2(ordered < t.split_wg ? ordered : t.split_wg) : 0;
-    k->ordered = t.ordered;
-    k->stream_unroll = t.stream_unroll;
-    k->l2_budget = t.l2_budget;
-    if (t.sg == FC_SG_NV_PTX && (k->rir_max_wg < 32 || k->held_max_wg < 32 || k->chunked_wg < 32 ||
-                                 k->split_wg < 32 || (t.coop && k->coop_wg < 32) ||
-                                 (t.ordered && k->ordered_wg < 32))) {
-        fc_cl_softmax_release_kernels(ctx);
-        return fc_fail(FLASHCL_UNSUPPORTED,
-                       "softmax kernels on '%s' cannot run a full 32-lane warp per work-group",
-                       ctx->dev.info.name);
-    }
-    return FLASHCL_SUCCESS;
+    if (st == FLASHCL_SUCCESS) st = fc_set_limits(ctx, &t);
+    if (st != FLASHCL_SUCCESS) fc_cl_softmax_release_kernels(ctx, part);
+    return st;
 }
 
-void fc_cl_softmax_release_kernels(fc_cl_context *ctx)
+void fc_cl_softmax_release_kernels(fc_cl_context *ctx, int part)
 {
     fc_softmax_kernels *k = &ctx->softmax;
     int xd, yd;
     for (xd = 0; xd < FC_DTYPE_COUNT; xd++) {
+        if (part != FC_PART_ALL_DTYPES && part != xd) continue;
         if (k->split_row_partials[xd]) clReleaseKernel(k->split_row_partials[xd]);
+        k->split_row_partials[xd] = NULL;
         for (yd = 0; yd < FC_DTYPE_COUNT; yd++) {
-            cl_kernel pair[] = {k->rows_in_registers[xd][yd], k->rows_held[0][xd][yd],
-                                k->rows_held[1][xd][yd],      k->online_chunked[xd][yd],
-                                k->split_row_normalize[xd][yd], k->split_row_cooperative[xd][yd],
-                                k->split_row_ordered[xd][yd]};
+            cl_kernel *pair[] = {
+                &k->rows_in_registers[xd][yd],   &k->rows_held[0][xd][yd],
+                &k->rows_held[1][xd][yd],        &k->online_chunked[xd][yd],
+                &k->split_row_normalize[xd][yd], &k->split_row_cooperative[xd][yd],
+                &k->split_row_ordered[xd][yd]};
             size_t i;
-            for (i = 0; i < sizeof pair / sizeof pair[0]; i++)
-                if (pair[i]) clReleaseKernel(pair[i]);
+            for (i = 0; i < sizeof pair / sizeof pair[0]; i++) {
+                if (*pair[i]) clReleaseKernel(*pair[i]);
+                *pair[i] = NULL;
+            }
         }
+        k->part_ready[xd] = 0;
     }
-    memset(k, 0, sizeof *k);
 }
 
 /* ---- launch --------------------------------------------------------------------------------- */

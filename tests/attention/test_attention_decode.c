@@ -92,19 +92,24 @@ static void test_causal_more_queries_than_keys(void **state)
         }
 }
 
-/* The tiled decode kernel behind FLASHCL_ATTENTION_DECODE_LEGACY=1 (the A/B reference), and
- * the key-parallel kernel with the GPUs' geometry (128 work-items, 8 rows, 64-key blocks: two
- * parts per key, teams of 16, four key groups), which CPUs otherwise run with smaller groups. */
+/* The tiled decode kernel behind FLASHCL_ATTENTION_DECODE_LEGACY=1 (the A/B reference, built
+ * only by a context created with the variable set), and the key-parallel kernel with the GPUs'
+ * geometry (128 work-items, 8 rows, 64-key blocks: two parts per key, teams of 16, four key
+ * groups), which CPUs otherwise run with smaller groups. */
 static void test_decode_legacy_and_gpu_geometry(void **state)
 {
     (void)state;
     static const int64_t shapes[][6] = {
         {1, 1, 3000, 8, 1, 128}, {2, 2, 999, 8, 2, 64}, {1, 1, 1234, 4, 1, 200}};
     uint64_t seed = tu_base_seed() + 800;
-    flashcl_context *gpu_like = NULL;
+    flashcl_context *gpu_like = NULL, *legacy = NULL;
     setenv("FLASHCL_ATTENTION_TILES", "K256=128,8,64", 1);
     flashcl_status st = tu_context_create(tu_cache_dir(), &gpu_like);
     unsetenv("FLASHCL_ATTENTION_TILES");
+    assert_int_equal(st, FLASHCL_SUCCESS);
+    setenv("FLASHCL_ATTENTION_DECODE_LEGACY", "1", 1);
+    st = tu_context_create(tu_cache_dir(), &legacy);
+    unsetenv("FLASHCL_ATTENTION_DECODE_LEGACY");
     assert_int_equal(st, FLASHCL_SUCCESS);
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
         for (int dt = 0; dt < 3; dt++) {
@@ -116,11 +121,29 @@ static void test_decode_legacy_and_gpu_geometry(void **state)
             setenv("FLASHCL_ATTENTION_SPLITS", dt == 2 ? "7" : "3", 1);
             ta_check(gpu_like, &c, seed++);
             setenv("FLASHCL_ATTENTION_DECODE_LEGACY", "1", 1);
-            ta_check(g_ctx, &c, seed++);
+            ta_check(legacy, &c, seed++);
             unsetenv("FLASHCL_ATTENTION_DECODE_LEGACY");
         }
     unsetenv("FLASHCL_ATTENTION_SPLITS");
     flashcl_context_destroy(gpu_like);
+    flashcl_context_destroy(legacy);
+}
+
+/* A context built without the tiled decode kernels refuses the switch rather than quietly
+ * running the key-parallel kernel in their place (an A/B measurement would time the wrong
+ * kernel); prefill-shaped calls are unaffected. */
+static void test_decode_legacy_needs_it_at_creation(void **state)
+{
+    (void)state;
+    ta_case c = decode_case(FLASHCL_F16, 1, 1, 500, 8, 1, 64);
+    c.allow_unsupported = 1; /* ta_check then checks that nothing was written */
+    setenv("FLASHCL_ATTENTION_DECODE_LEGACY", "1", 1);
+    flashcl_status st = ta_check(g_ctx, &c, tu_base_seed() + 900);
+    assert_int_equal(st, FLASHCL_UNSUPPORTED);
+    c.seqlen_q = 300; /* prefill-shaped */
+    c.allow_unsupported = 0;
+    ta_check(g_ctx, &c, tu_base_seed() + 901);
+    unsetenv("FLASHCL_ATTENTION_DECODE_LEGACY");
 }
 
 int main(void)
@@ -131,6 +154,7 @@ int main(void)
         cmocka_unit_test(test_decode_forced_splits),
         cmocka_unit_test(test_causal_more_queries_than_keys),
         cmocka_unit_test(test_decode_legacy_and_gpu_geometry),
+        cmocka_unit_test(test_decode_legacy_needs_it_at_creation),
     };
     int failures = cmocka_run_group_tests(tests, NULL, NULL);
     flashcl_context_destroy(g_ctx);
