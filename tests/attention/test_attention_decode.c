@@ -96,9 +96,24 @@ static void test_causal_more_queries_than_keys(void **state)
  * only by a context created with the variable set), and the key-parallel kernel with the GPUs'
  * geometry (128 work-items, 8 rows, 64-key blocks: two parts per key, teams of 16, four key
  * groups), which CPUs otherwise run with smaller groups. */
+/* The tiled and key-parallel kernels and their switches are the OpenCL backend's. */
+static int skip_unless_opencl(const char *what)
+{
+    flashcl_device_info dev;
+    assert_int_equal(flashcl_context_device(g_ctx, &dev), FLASHCL_SUCCESS);
+    if (dev.backend == FLASHCL_BACKEND_OPENCL) return 0;
+    printf("SKIP %s: the OpenCL backend's decode kernels; this context is on the CUDA backend\n",
+           what);
+    return 1;
+}
+
 static void test_decode_legacy_and_gpu_geometry(void **state)
 {
     (void)state;
+    if (skip_unless_opencl("test_decode_legacy_and_gpu_geometry")) {
+        skip();
+        return;
+    }
     static const int64_t shapes[][6] = {
         {1, 1, 3000, 8, 1, 128}, {2, 2, 999, 8, 2, 64}, {1, 1, 1234, 4, 1, 200}};
     uint64_t seed = tu_base_seed() + 800;
@@ -135,6 +150,10 @@ static void test_decode_legacy_and_gpu_geometry(void **state)
 static void test_decode_legacy_needs_it_at_creation(void **state)
 {
     (void)state;
+    if (skip_unless_opencl("test_decode_legacy_needs_it_at_creation")) {
+        skip();
+        return;
+    }
     ta_case c = decode_case(FLASHCL_F16, 1, 1, 500, 8, 1, 64);
     c.allow_unsupported = 1; /* ta_check then checks that nothing was written */
     setenv("FLASHCL_ATTENTION_DECODE_LEGACY", "1", 1);
