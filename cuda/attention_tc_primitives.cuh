@@ -84,31 +84,41 @@ FC_DEVICE const char *q_row_address(const fc_attention_args &a, int64_t R, int64
 
 /* ---- tile loads ---------------------------------------------------------------------------- */
 
+/* Where 16-byte chunk c of row r of a ROWS-row tile lands, in bytes from the tile's start. The
+ * mma.sync kernels pad each row to DP + 8 16-bit elements (ldmatrix's 8 rows then fall into 8
+ * bank groups); the wgmma kernel's 128-byte-swizzled layout is sw128_layout
+ * (attention_wgmma_primitives.cuh). */
+template <int DP> struct padded_layout {
+    template <int ROWS> static FC_DEVICE int offset(int r, int c) { return (r * (DP + 8) + c * 8) * 2; }
+};
+
 /* Rows [0, ROWS) of a tile, DP/8 chunks of 16 bytes each, spread over THREADS threads (thread
- * `tid` of them: the block's, or one warp's lanes for a warp-private tile).
- * row_src(r, ok) gives the global address of row r's first element and whether it exists;
+ * `tid` of them: the block's, or one warp's lanes for a warp-private tile), placed as Layout
+ * says. row_src(r, ok) gives the global address of row r's first element and whether it exists;
  * chunks at or past head_dim are zero-filled (the padded dims then add 0 to every dot), and a
  * zero-filled copy is given `base`, an address that is certainly mapped. */
-template <int ROWS, int DP, int THREADS, typename RowSrc>
-FC_DEVICE void load_tile(uint16_t *tile, int head_dim, const char *base, RowSrc row_src, int tid) {
-    constexpr int CHUNKS = DP / 8, STRIDE = DP + 8;
+template <int ROWS, int DP, int THREADS, typename Layout = padded_layout<DP>, typename RowSrc>
+FC_DEVICE void load_tile(void *tile, int head_dim, const char *base, RowSrc row_src, int tid) {
+    constexpr int CHUNKS = DP / 8;
     static_assert(ROWS * CHUNKS % THREADS == 0, "every thread copies the same number of chunks");
+    unsigned char *bytes = static_cast<unsigned char *>(tile);
 #pragma unroll
     for (int it = 0; it < ROWS * CHUNKS / THREADS; it++) {
         const int idx = it * THREADS + tid, r = idx / CHUNKS, c = idx % CHUNKS;
         bool ok;
         const char *src = row_src(r, ok);
         ok = ok && c * 8 < head_dim;
-        cp_async16(tile + r * STRIDE + c * 8, ok ? src + c * 16 : base, ok);
+        cp_async16(bytes + Layout::template offset<ROWS>(r, c), ok ? src + c * 16 : base, ok);
     }
 }
 
 /* The same for a tile of evenly spaced rows (K, V): row r at first + r·stride_bytes, rows at or
  * past `valid` zero-filled. Walks one pointer instead of recomputing every row's address. */
-template <int ROWS, int DP, int THREADS>
-FC_DEVICE void load_rows(uint16_t *tile, int head_dim, const char *first, int64_t stride_bytes,
+template <int ROWS, int DP, int THREADS, typename Layout = padded_layout<DP>>
+FC_DEVICE void load_rows(void *tile, int head_dim, const char *first, int64_t stride_bytes,
                          int64_t valid, int tid) {
-    constexpr int CHUNKS = DP / 8, STRIDE = DP + 8, STEP = THREADS / CHUNKS;
+    constexpr int CHUNKS = DP / 8, STEP = THREADS / CHUNKS;
+    unsigned char *bytes = static_cast<unsigned char *>(tile);
     if constexpr (THREADS % CHUNKS == 0 && ROWS % STEP == 0) {
         const int r = tid / CHUNKS, c = tid % CHUNKS;
         const bool dim_ok = c * 8 < head_dim;
@@ -117,7 +127,7 @@ FC_DEVICE void load_rows(uint16_t *tile, int head_dim, const char *first, int64_
 #pragma unroll
         for (int it = 0; it < ROWS / STEP; it++, src += step) {
             const bool ok = dim_ok && r + it * STEP < valid;
-            cp_async16(tile + (r + it * STEP) * STRIDE + c * 8, ok ? src : first, ok);
+            cp_async16(bytes + Layout::template offset<ROWS>(r + it * STEP, c), ok ? src : first, ok);
         }
     } else { /* a row's chunks do not divide the threads: each chunk finds its row */
         static_assert(ROWS * CHUNKS % THREADS == 0, "every thread copies the same number of chunks");
@@ -125,7 +135,8 @@ FC_DEVICE void load_rows(uint16_t *tile, int head_dim, const char *first, int64_
         for (int it = 0; it < ROWS * CHUNKS / THREADS; it++) {
             const int idx = it * THREADS + tid, r = idx / CHUNKS, c = idx % CHUNKS;
             const bool ok = c * 8 < head_dim && r < valid;
-            cp_async16(tile + r * STRIDE + c * 8, ok ? first + r * stride_bytes + c * 16 : first, ok);
+            cp_async16(bytes + Layout::template offset<ROWS>(r, c),
+                       ok ? first + r * stride_bytes + c * 16 : first, ok);
         }
     }
 }

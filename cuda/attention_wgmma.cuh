@@ -68,16 +68,18 @@ __device__ void attention_wgmma(const fc_attention_args &a) {
     auto q_row = [&](int r, bool &ok) { return q_row_address(a, r0 + r, b, kv_head, ok); };
     auto load_kv = [&](int64_t n0, int slot) { /* K and V rows [n0, n0 + KEYS) into a slot */
         unsigned char *dst = ring + slot * SLOT;
-        load_rows_sw128<KEYS, DP, THREADS>(dst, (int)a.head_dim, src.k + n0 * src.k_step, src.k_step,
-                                           a.seqlen_k - n0, threadIdx.x);
-        load_rows_sw128<KEYS, DP, THREADS>(dst + KV_BYTES, (int)a.head_dim, src.v + n0 * src.v_step,
-                                           src.v_step, a.seqlen_k - n0, threadIdx.x);
+        load_rows<KEYS, DP, THREADS, sw128_layout>(dst, (int)a.head_dim, src.k + n0 * src.k_step,
+                                                   src.k_step, a.seqlen_k - n0, threadIdx.x);
+        load_rows<KEYS, DP, THREADS, sw128_layout>(dst + KV_BYTES, (int)a.head_dim,
+                                                   src.v + n0 * src.v_step, src.v_step,
+                                                   a.seqlen_k - n0, threadIdx.x);
         cp_async_commit();
     };
 
     if (plan.last_block >= plan.first_block) {
-        load_tile_sw128<ROWS, DP, THREADS>(smem, (int)a.head_dim, reinterpret_cast<const char *>(a.q), q_row,
-                                           threadIdx.x);
+        load_tile<ROWS, DP, THREADS, sw128_layout>(smem, (int)a.head_dim,
+                                                   reinterpret_cast<const char *>(a.q), q_row,
+                                                   threadIdx.x);
         load_kv(plan.last_block * KEYS, 0);
     }
 

@@ -51,39 +51,10 @@ template <int R> FC_DEVICE unsigned sw128_offset(int r, int c) {
     return (unsigned)((c >> 3) * (R * 128) + r * 128 + (((c & 7) ^ (r & 7)) << 4));
 }
 
-/* load_tile (attention_tc_primitives.cuh) into the swizzled layout: rows [0, ROWS) from
- * row_src(r, ok), chunks at or past head_dim (and missing rows) zero-filled. */
-template <int ROWS, int DP, int THREADS, typename RowSrc>
-FC_DEVICE void load_tile_sw128(unsigned char *tile, int head_dim, const char *base, RowSrc row_src, int tid) {
-    constexpr int CHUNKS = DP / 8;
-    static_assert(ROWS * CHUNKS % THREADS == 0, "every thread copies the same number of chunks");
-#pragma unroll
-    for (int it = 0; it < ROWS * CHUNKS / THREADS; it++) {
-        const int idx = it * THREADS + tid, r = idx / CHUNKS, c = idx % CHUNKS;
-        bool ok;
-        const char *src = row_src(r, ok);
-        ok = ok && c * 8 < head_dim;
-        cp_async16(tile + sw128_offset<ROWS>(r, c), ok ? src + c * 16 : base, ok);
-    }
-}
-
-/* load_rows into the swizzled layout: row r from first + r·stride_bytes, rows at or past
- * `valid` and chunks at or past head_dim zero-filled (so that P·V never meets garbage). */
-template <int ROWS, int DP, int THREADS>
-FC_DEVICE void load_rows_sw128(unsigned char *tile, int head_dim, const char *first, int64_t stride_bytes,
-                               int64_t valid, int tid) {
-    constexpr int CHUNKS = DP / 8, STEP = THREADS / CHUNKS;
-    static_assert(THREADS % CHUNKS == 0 && ROWS % STEP == 0, "whole rows per pass");
-    const int r = tid / CHUNKS, c = tid % CHUNKS;
-    const bool dim_ok = c * 8 < head_dim;
-    const char *src = first + r * stride_bytes + c * 16;
-    const int64_t step = STEP * stride_bytes;
-#pragma unroll
-    for (int it = 0; it < ROWS / STEP; it++, src += step) {
-        const bool ok = dim_ok && r + it * STEP < valid;
-        cp_async16(tile + sw128_offset<ROWS>(r + it * STEP, c), ok ? src : first, ok);
-    }
-}
+/* The swizzled layout for load_tile / load_rows (attention_tc_primitives.cuh). */
+struct sw128_layout {
+    template <int ROWS> static FC_DEVICE int offset(int r, int c) { return (int)sw128_offset<ROWS>(r, c); }
+};
 
 /* ---- descriptors and fences ---------------------------------------------------------------- */
 
