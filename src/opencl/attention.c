@@ -234,9 +234,10 @@ size_t fc_attn_dtype_bytes(flashcl_dtype dt) { return dt == FLASHCL_F32 ? 4 : 2;
 
 /* Whether every row of a view starts on a multiple of `elems` elements, so that the kernels'
  * vector accesses may be used: 4 elements (16 bytes for f32, 8 for f16/bf16) or 16 bytes (the
- * decode kernel's K loads). Buffers are base-aligned by OpenCL. */
-static int rows_aligned(const fc_cl_context *ctx, size_t offset, flashcl_dtype dt,
-                        const int64_t *strides, int n, int64_t elems)
+ * decode kernel's K loads), 8 16-bit elements (the tensor-core kernel's 16-byte copies). Buffers
+ * are base-aligned by OpenCL. */
+int fc_attn_rows_aligned(const fc_cl_context *ctx, size_t offset, flashcl_dtype dt,
+                         const int64_t *strides, int n, int64_t elems)
 {
     int i;
     if (ctx->dev.mem_base_align_bytes < 16 || offset % ((size_t)elems * fc_attn_dtype_bytes(dt)))
@@ -383,11 +384,11 @@ static flashcl_status plan_forward(fc_cl_context *ctx, const fc_attention_desc *
     target = (int64_t)ctx->dev.compute_units * per_cu;
     max_split = (d->seqlen_k + min_blocks * bn - 1) / (min_blocks * bn);
     nsplit = base * 2 <= target ? (target + base - 1) / base : 1;
+    if (nsplit > split_cap) nsplit = split_cap; /* the kernel's own bound, not a forced count's */
     nsplit = env_long("FLASHCL_ATTENTION_SPLITS", nsplit);
     if (!ak->split_merge) nsplit = 1;
     if (nsplit > max_split) nsplit = max_split;
     if (nsplit > FC_ATTN_MAX_SPLITS) nsplit = FC_ATTN_MAX_SPLITS;
-    if (nsplit > split_cap && !getenv("FLASHCL_ATTENTION_SPLITS")) nsplit = split_cap;
     while (nsplit > 1 && (size_t)nsplit * (size_t)(d->batch * d->heads_q * d->seqlen_q) *
                                  (size_t)(d->head_dim + 1) * 4 > FC_ATTN_SCRATCH_CAP)
         nsplit /= 2;
@@ -421,10 +422,10 @@ flashcl_status fc_cl_attention_forward(void *opaque, const fc_attention_desc *d)
     ks = fc_attn_long4(d->k_strides[0], d->k_strides[1], d->k_strides[2], (int64_t)(d->k_offset / es));
     vs = fc_attn_long4(d->v_strides[0], d->v_strides[1], d->v_strides[2], (int64_t)(d->v_offset / es));
     /* bits 0-2: q, k, v rows 4-element aligned (3: o, below); bit 5: k rows 16-byte aligned */
-    aligned = rows_aligned(ctx, d->q_offset, d->dtype, d->q_strides, 3, 4) |
-              rows_aligned(ctx, d->k_offset, d->dtype, d->k_strides, 3, 4) << 1 |
-              rows_aligned(ctx, d->v_offset, d->dtype, d->v_strides, 3, 4) << 2 |
-              rows_aligned(ctx, d->k_offset, d->dtype, d->k_strides, 3,
+    aligned = fc_attn_rows_aligned(ctx, d->q_offset, d->dtype, d->q_strides, 3, 4) |
+              fc_attn_rows_aligned(ctx, d->k_offset, d->dtype, d->k_strides, 3, 4) << 1 |
+              fc_attn_rows_aligned(ctx, d->v_offset, d->dtype, d->v_strides, 3, 4) << 2 |
+              fc_attn_rows_aligned(ctx, d->k_offset, d->dtype, d->k_strides, 3,
                            (int64_t)(16 / es)) << 5;
     if (split) {
         /* partials: o [split][B][Hq][Sq][D] then lse [split][B][Hq][Sq], f32 */
@@ -438,7 +439,7 @@ flashcl_status fc_cl_attention_forward(void *opaque, const fc_attention_desc *d)
         ls = fc_attn_long4(d->lse_strides[0], d->lse_strides[1], d->lse_strides[2],
                       (int64_t)(d->lse_offset / 4));
         split_stride.s[0] = split_stride.s[1] = 0;
-        aligned |= rows_aligned(ctx, d->o_offset, d->dtype, d->o_strides, 3, 4) << 3;
+        aligned |= fc_attn_rows_aligned(ctx, d->o_offset, d->dtype, d->o_strides, 3, 4) << 3;
     }
     dims = fc_attn_int4(d->seqlen_q, d->seqlen_k, D, d->heads_q / d->heads_kv);
     grid = fc_attn_int4(p.ntiles, d->batch * d->heads_kv, d->heads_kv, p.keys_per_split);

@@ -28,6 +28,9 @@ flashcl_status fc_attn_enqueue(fc_cl_context *ctx, fc_args *a, size_t groups, si
 cl_long4 fc_attn_long4(int64_t x, int64_t y, int64_t z, int64_t w);
 cl_int4 fc_attn_int4(int64_t x, int64_t y, int64_t z, int64_t w);
 size_t fc_attn_dtype_bytes(flashcl_dtype dt);
+/* Whether every row of a view (n strides) starts on a multiple of `elems` elements. */
+int fc_attn_rows_aligned(const fc_cl_context *ctx, size_t offset, flashcl_dtype dt,
+                         const int64_t *strides, int n, int64_t elems);
 
 /* Makes ctx->attention_scratch hold `bytes` (caller holds launch_lock). */
 flashcl_status fc_attn_scratch_reserve(fc_cl_context *ctx, size_t bytes);

@@ -75,21 +75,16 @@ void fc_cl_attention_mma_release_kernels(fc_cl_context *ctx, int part)
         }
 }
 
-/* Whether every row of a [B, S, H, D] view starts 16-byte aligned (cp.async and the 16-byte o
- * stores need it): offset and strides multiples of 8 16-bit elements. */
-static int rows_16b(size_t offset, const int64_t *strides)
-{
-    return offset % 16 == 0 && strides[0] % 8 == 0 && strides[1] % 8 == 0 && strides[2] % 8 == 0;
-}
-
 int fc_attn_mma_pick(const fc_cl_context *ctx, const fc_attention_desc *d, fc_attn_mma_choice *out)
 {
     const fc_attention_kernels *ak = &ctx->attention;
     const int c = d->head_dim <= 64 ? 0 : 1, dt = d->dtype == FLASHCL_BF16 ? 1 : 0;
+    /* cp.async and the 16-byte o stores need every row 16-byte aligned: 8 16-bit elements. */
     if (d->dtype == FLASHCL_F32 || d->head_dim > 128 || d->head_dim % 8 != 0 || !ak->mma[c][dt] ||
-        ctx->dev.mem_base_align_bytes < 16 || !rows_16b(d->q_offset, d->q_strides) ||
-        !rows_16b(d->k_offset, d->k_strides) || !rows_16b(d->v_offset, d->v_strides) ||
-        !rows_16b(d->o_offset, d->o_strides))
+        !fc_attn_rows_aligned(ctx, d->q_offset, d->dtype, d->q_strides, 3, 8) ||
+        !fc_attn_rows_aligned(ctx, d->k_offset, d->dtype, d->k_strides, 3, 8) ||
+        !fc_attn_rows_aligned(ctx, d->v_offset, d->dtype, d->v_strides, 3, 8) ||
+        !fc_attn_rows_aligned(ctx, d->o_offset, d->dtype, d->o_strides, 3, 8))
         return 0;
     out->kernel = ak->mma[c][dt];
     out->wg = (size_t)(32 * ak->mma_warps);
