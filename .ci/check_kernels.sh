@@ -51,9 +51,10 @@ job() {
 # The option sets softmax.c writes (fc_cl_softmax_options): one FC_SG_* mechanism, the
 # work-group bound, FC_RIR_CHUNKS=4, FC_STREAM_UNROLL=4, FC_COOP=1 on NVIDIA/AMD GPUs with 64-bit
 # atomics, FC_ORDERED=1 with them and on PoCL, FC_HALF_IMPL=2 and FC_STREAM_STORES=1 with
-# NVIDIA PTX (FC_HALF_IMPL=1 elsewhere), -cl-std=CL2.0/CL3.0 with cl_khr_subgroups. AMDGPU
+# NVIDIA PTX (FC_HALF_IMPL=1 elsewhere), FC_NV_CVT2=1 with NVIDIA PTX on sm_80+, -cl-std=CL2.0/CL3.0
+# with cl_khr_subgroups. AMDGPU
 # jobs run the whole backend (-c); the others stop at LLVM IR.
-common="-DFC_SG_SIZE=32 -DFC_RIR_CHUNKS=4 -DFC_STREAM_UNROLL=4 -DFC_COOP_CHUNKS=4 -DFC_HALF_IMPL=1"
+common="-DFC_SG_SIZE=32 -DFC_RIR_CHUNKS=4 -DFC_STREAM_UNROLL=4 -DFC_COOP_ELEMS=32 -DFC_HALF_IMPL=1"
 AMD="-target amdgcn-amd-amdhsa -mcpu=gfx90a -nogpulib -c"
 AMD_IR="-target amdgcn-amd-amdhsa -mcpu=gfx90a -nogpulib -S -emit-llvm"
 SPIR="-target spir64 -S -emit-llvm"
@@ -76,9 +77,9 @@ job spir64 embedded "$INTEL" "-DFC_SG_INTEL $common -DFC_MAX_WG=1024 -DFC_COOP=0
 nv_out=""
 if "$CLANG" -x cl -cl-std=CL1.2 -target nvptx64-nvidia-nvcl -S -o /dev/null - </dev/null >/dev/null 2>&1; then
     NV="-target nvptx64-nvidia-nvcl -S -Xclang -cl-ext=+cl_khr_int64_base_atomics"
-    nv_common="-DFC_SG_NV_PTX -DFC_SG_SIZE=32 -DFC_RIR_CHUNKS=4 -DFC_STREAM_UNROLL=4 -DFC_COOP_CHUNKS=4 -DFC_HALF_IMPL=2 -DFC_MAX_WG=1024 -DFC_STREAM_STORES=1"
+    nv_common="-DFC_SG_NV_PTX -DFC_SG_SIZE=32 -DFC_RIR_CHUNKS=4 -DFC_STREAM_UNROLL=4 -DFC_COOP_ELEMS=32 -DFC_HALF_IMPL=2 -DFC_MAX_WG=1024 -DFC_STREAM_STORES=1"
     nv_out="$work/out.${#jobs_list[@]}"
-    job nvptx embedded "$NV" "$nv_common -DFC_COOP=1 -DFC_ORDERED=1"
+    job nvptx embedded "$NV" "$nv_common -DFC_COOP=1 -DFC_ORDERED=1 -DFC_NV_CVT2=1"
     job nvptx standalone "$NV" "$nv_common -DFC_COOP=0"
 else
     echo "  skip  nvptx: $CLANG has no nvptx64-nvidia-nvcl target"
@@ -96,6 +97,9 @@ for id in "${!jobs_list[@]}"; do
 done
 if [ -n "$nv_out" ] && ! grep -q "shfl.sync.bfly.b32" "$nv_out"; then
     echo "  FAIL  nvptx: no shfl.sync.bfly in the PTX"; failures=$((failures + 1))
+fi
+if [ -n "$nv_out" ] && ! { grep -q "cvt.rn.f16x2.f32" "$nv_out" && grep -q "cvt.rn.bf16x2.f32" "$nv_out"; }; then
+    echo "  FAIL  nvptx: no paired cvt.rn.f16x2/bf16x2 in the PTX (FC_NV_CVT2)"; failures=$((failures + 1))
 fi
 if [ -n "$nv_out" ] && ! grep -q "st.global.cs.v4.u32" "$nv_out"; then
     echo "  FAIL  nvptx: no st.global.cs in the PTX (FC_STREAM_STORES)"; failures=$((failures + 1))

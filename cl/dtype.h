@@ -117,6 +117,13 @@ FC_INLINE uint fc_float_to_half(float f)
 }
 #endif
 
+/* 1 (NVIDIA sm_80+, inline PTX): two floats narrow to a packed f16x2 / bf16x2 word in one
+ * cvt.rn instruction (round to nearest even, inf on overflow, NaN stays NaN) instead of two
+ * conversions and a merge, which on 16-bit outputs costs memory-bound kernels issue slots. */
+#ifndef FC_NV_CVT2
+#define FC_NV_CVT2 0
+#endif
+
 /* Storage bits of one element <-> float. */
 FC_INLINE float fc_from_bits(const int dt, uint bits)
 {
@@ -127,6 +134,21 @@ FC_INLINE float fc_from_bits(const int dt, uint bits)
 FC_INLINE uint fc_to_bits(const int dt, float v)
 {
     return dt == FC_F32 ? as_uint(v) : dt == FC_F16 ? fc_float_to_half(v) : fc_float_to_bf16(v);
+}
+
+/* Two 16-bit elements (lo at the lower address) as one word. */
+FC_INLINE uint fc_pack2(const int dt, float lo, float hi)
+{
+#if FC_NV_CVT2 && defined(FC_SG_NV_PTX)
+    uint r;
+    if (dt == FC_F16)
+        FC_ASM("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    else
+        FC_ASM("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+#else
+    return fc_to_bits(dt, lo) | (fc_to_bits(dt, hi) << 16);
+#endif
 }
 
 /* ---- rows and single elements ----------------------------------------------------------------- */
@@ -245,14 +267,11 @@ FC_INLINE void fc_chunk_store_as(const int xdt, const int ydt, __global void *ro
             if (n == 8)
                 fc_store16((__global uint4 *)row + j / 4 + 1, as_uint4(q1), streaming);
         } else {
-            const uint4 b0 = (uint4)(fc_to_bits(ydt, q0.x), fc_to_bits(ydt, q0.y),
-                                     fc_to_bits(ydt, q0.z), fc_to_bits(ydt, q0.w));
-            const uint2 w0 = (uint2)(b0.x | (b0.y << 16), b0.z | (b0.w << 16));
+            const uint2 w0 = (uint2)(fc_pack2(ydt, q0.x, q0.y), fc_pack2(ydt, q0.z, q0.w));
             if (n == 8) {
-                const uint4 b1 = (uint4)(fc_to_bits(ydt, q1.x), fc_to_bits(ydt, q1.y),
-                                         fc_to_bits(ydt, q1.z), fc_to_bits(ydt, q1.w));
                 fc_store16((__global uint4 *)row + j / 8,
-                           (uint4)(w0, b1.x | (b1.y << 16), b1.z | (b1.w << 16)), streaming);
+                           (uint4)(w0, fc_pack2(ydt, q1.x, q1.y), fc_pack2(ydt, q1.z, q1.w)),
+                           streaming);
             } else {
                 ((__global uint2 *)row)[j / 4] = w0;
             }

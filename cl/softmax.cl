@@ -58,10 +58,6 @@
 #ifndef FC_NV_SLEEP
 #define FC_NV_SLEEP 0
 #endif
-/* Chunks each work-item holds in registers in the cooperative split row. */
-#ifndef FC_COOP_CHUNKS
-#define FC_COOP_CHUNKS FC_RIR_CHUNKS
-#endif
 
 #if FC_FAST_EXP && defined(FC_SG_NV_PTX)
 /* exp(x) for x <= 0 or NaN (every per-element argument here is s - max). 2^(x log2 e) with
@@ -310,53 +306,80 @@ FC_INLINE void fc_rows_in_registers(const int xdt, const int ydt, const __global
                  (float2)(m, d), log_mode, !log_mode, 0, end, lane, team, vec);
 }
 
-/* ---- rows held as floats (rows_held8 / rows_held16) ----------------------------------------
- * As above, but each work-item holds `elems` (8 or 16, a literal) elements as scaled floats,
- * converted once, with the exps kept in place: 16-bit data pays one conversion and one exp per
- * element (the raw-bits kernel above pays three and two, which made it compute-bound on 16-bit
- * data). 16 floats is the register footprint of the raw kernel on f32; 8 serves short rows with
- * twice the work-items (more loads in flight for the same bytes). */
-FC_INLINE void fc_rows_held(const int xdt, const int ydt, const uint elems, const __global void *x,
-                            ulong x_off, ulong x_stride, __global void *y, ulong y_off,
-                            ulong y_stride, ulong rows, uint cols, float scale, int log_mode,
-                            uint team, int vec, __local float *scratch)
-{
-    const uint n = FC_CHUNK(xdt), chunks = elems / n, begin = 0;
-    const uint lid = get_local_id(0), lane = lid & (team - 1u);
-    const ulong row = (ulong)get_group_id(0) * (get_local_size(0) / team) + lid / team;
-    const uint end = row < rows ? cols : 0u;
-    uint4 raw[4];
-    float4 v[4]; /* quad q = elements 4 (q % (n / 4)) .. of chunk q / (n / 4) */
+/* ---- rows held as floats (rows_held8 / rows_held16, and the cooperative split row) ----------
+ * As above, but each work-item holds `elems` (8, 16 or 32, a literal) elements as scaled
+ * floats, converted once, with the exps kept in place: 16-bit data pays one conversion and one
+ * exp per element (the raw-bits kernel above pays three and two, which made it compute-bound on
+ * 16-bit data). 16 floats is the register footprint of the raw kernel on f32; 8 serves short
+ * rows with twice the work-items (more loads in flight for the same bytes). */
+#define FC_HELD_MAX 32
 
-    fc_reg_load(xdt, raw, chunks, fc_row(xdt, x, x_off + row * x_stride), 0, end, lane, team,
-                vec);
+/* Loads this work-item's elements of [begin, end) as s = x * scale (-inf past end) into v
+ * (quad q = elements 4 (q % (n / 4)) .. of chunk q / (n / 4)); returns their max. All loads are
+ * issued before any conversion. */
+FC_INLINE float fc_held_load(const int dt, float4 *v, const uint elems, const __global void *row,
+                             uint begin, uint end, uint lane, uint team, float scale, int vec)
+{
+    const uint n = FC_CHUNK(dt), chunks = elems / n;
+    uint4 raw[FC_HELD_MAX / 4];
+    fc_reg_load(dt, raw, chunks, row, begin, end, lane, team, vec);
     float m = -INFINITY;
 #pragma unroll
     for (uint c = 0; c < chunks; ++c)
         for (uint h = 0; h < n / 4; ++h) {
             v[c * (n / 4) + h] =
-                fc_quad_s(xdt, raw[c], h, scale, FC_REG_J(c), end, FC_REG_COMPLETE(c));
+                fc_quad_s(dt, raw[c], h, scale, FC_REG_J(c), end, FC_REG_COMPLETE(c));
             m = fmax(m, fc_max4(v[c * (n / 4) + h]));
         }
-    m = fc_team_max(m, team, scratch);
+    return m;
+}
+
+/* sum(exp(v - ref)); unless log_mode the exps replace v. */
+FC_INLINE float fc_held_exp_sum(float4 *v, const uint elems, float ref, int log_mode)
+{
     float d = 0.0f;
 #pragma unroll
     for (uint q = 0; q < elems / 4; ++q) {
-        const float4 e = FC_EXP(v[q] - m);
+        const float4 e = FC_EXP(v[q] - ref);
         d += fc_sum4(e);
         if (!log_mode)
             v[q] = e;
     }
-    d = fc_team_sum(d, team, scratch);
-    const float inv_d = 1.0f / d, log_d = log(d);
-    __global void *yrow = fc_row_w(ydt, y, y_off + row * y_stride);
+    return d;
+}
+
+/* Writes the held elements: softmax v * factor (v holds exps), log-softmax (v - m) - log_d. */
+FC_INLINE void fc_held_store(const int xdt, const int ydt, const float4 *v, const uint elems,
+                             __global void *yrow, uint begin, uint end, uint lane, uint team,
+                             int vec, int log_mode, float m, float factor, float log_d)
+{
+    const uint n = FC_CHUNK(xdt), chunks = elems / n;
 #pragma unroll
     for (uint c = 0; c < chunks; ++c) {
         const float4 s0 = v[c * (n / 4)], s1 = n == 8 ? v[c * (n / 4) + 1] : s0;
         fc_chunk_store(xdt, ydt, yrow, FC_REG_J(c), end,
-                       log_mode ? (s0 - m) - log_d : s0 * inv_d,
-                       log_mode ? (s1 - m) - log_d : s1 * inv_d, vec);
+                       log_mode ? (s0 - m) - log_d : s0 * factor,
+                       log_mode ? (s1 - m) - log_d : s1 * factor, vec);
     }
+}
+
+FC_INLINE void fc_rows_held(const int xdt, const int ydt, const uint elems, const __global void *x,
+                            ulong x_off, ulong x_stride, __global void *y, ulong y_off,
+                            ulong y_stride, ulong rows, uint cols, float scale, int log_mode,
+                            uint team, int vec, __local float *scratch)
+{
+    const uint begin = 0, lid = get_local_id(0), lane = lid & (team - 1u);
+    const ulong row = (ulong)get_group_id(0) * (get_local_size(0) / team) + lid / team;
+    const uint end = row < rows ? cols : 0u;
+    float4 v[FC_HELD_MAX / 4];
+
+    float m = fc_held_load(xdt, v, elems, fc_row(xdt, x, x_off + row * x_stride), begin, end,
+                           lane, team, scale, vec);
+    m = fc_team_max(m, team, scratch);
+    /* exp(v - m), not exp(v - fc_md_ref(m)): an all -inf row must give NaN. */
+    const float d = fc_team_sum(fc_held_exp_sum(v, elems, m, log_mode), team, scratch);
+    fc_held_store(xdt, ydt, v, elems, fc_row_w(ydt, y, y_off + row * y_stride), begin, end, lane,
+                  team, vec, log_mode, m, 1.0f / d, log(d));
 }
 
 /* ---- online chunked: work-groups loop over rows, one row at a time ------------------------- */
@@ -432,11 +455,12 @@ FC_INLINE float2 fc_md_unpack(ulong w)
 
 #if FC_COOP
 /* ---- cooperative split row (GPUs with 64-bit global atomics) -------------------------------
- * A row is cut into `slices` slices, one work-group each. A group keeps the first
- * FC_COOP_CHUNKS chunks per work-item of its slice in registers (the rest, if any, is streamed and
- * re-read from the cache), publishes its slice's (m, d), waits until every slice of its row has
- * published, merges them in slice order (so every group of a row computes identical bits) and
- * writes its slice: one read and one write per element when a slice fits in registers.
+ * A row too long for one work-group is cut into `slices` slices of at most
+ * get_local_size(0) * FC_COOP_ELEMS elements, one work-group each, held in registers as floats
+ * (as in rows_held): each group publishes its slice's (m, d), waits until every slice of its row
+ * has published, merges them in slice order (so every group of a row computes identical bits)
+ * and writes its slice from registers: one read and one write per element. The exps are kept
+ * relative to the slice's own max and rescaled once by e^(m - M) / D at the store.
  *
  * Why waiting cannot deadlock: a group takes a ticket (an atomic counter) only once it runs,
  * and the ticket, not get_group_id, says which row and slice it does. Tickets are handed out in
@@ -444,73 +468,98 @@ FC_INLINE float2 fc_md_unpack(ulong w)
  * groups, which finish without waiting for anyone not yet running; only the newest row can be
  * waiting for groups that have not started, and they start as soon as finished groups free
  * room. That needs room for `slices` groups at once: the host keeps slices <= compute units and
- * enables this only on GPUs whose resident work-groups run independently (NVIDIA, AMD).
+ * enables this only on GPUs whose resident work-groups run independently (NVIDIA, AMD). Small
+ * groups (256 work-items) let several share a compute unit, so one group's wait overlaps
+ * another's loads.
  *
  * state[0] is the ticket counter, state[1 + r * slices + s] the published (m, d) of slice s of
- * row r as one 64-bit word (m's bits high, d's low); the host zeroes them before each launch.
- * 0 is never a published value: m = +0 means d >= 1. Everything exchanged between groups goes
- * through atomics, so no ordering between different words is relied on. */
+ * row r (fc_md_pack), state[1 + rows * slices + r] the number of row r's slices published; the
+ * host zeroes them before each launch. 0 is never a published value:
+ * m = +0 means d >= 1. Everything exchanged between groups goes through atomics, so no ordering
+ * between different words is relied on. */
 #pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
+
+/* Rows of more slices than this wait on an arrival count (see below). */
+#define FC_COOP_POLL_SLOTS 32
+/* Floats each work-item holds (for 16-bit input, 64 measured slower on an H100: 59% of copy
+ * bandwidth against 73% for 4096 x 32768 f16, fewer groups per compute unit). */
+#ifndef FC_COOP_ELEMS
+#define FC_COOP_ELEMS 32
+#endif
 
 FC_INLINE void fc_split_row_cooperative(const int xdt, const int ydt, const __global void *x,
                                         ulong x_off, ulong x_stride, __global void *y,
-                                        ulong y_off, ulong y_stride, uint cols, uint slice_len,
-                                        uint slices, float scale, int log_mode, int vec,
-                                        volatile __global ulong *state, __local float *scratch,
-                                        __local ulong *ticket)
+                                        ulong y_off, ulong y_stride, ulong rows, uint cols,
+                                        uint slice_len, uint slices, float scale, int log_mode,
+                                        int vec, volatile __global ulong *state,
+                                        __local float *scratch, __local ulong *ticket)
 {
-    const uint lid = get_local_id(0), width = get_local_size(0), n = FC_CHUNK(xdt);
+    const uint lid = get_local_id(0), width = get_local_size(0), elems = FC_COOP_ELEMS;
     if (lid == 0)
         *ticket = atom_inc(&state[0]);
     barrier(CLK_LOCAL_MEM_FENCE);
     const ulong t = *ticket, row = t / slices;
     const uint slice = (uint)(t % slices), begin = slice * slice_len;
     const uint end = min(cols, begin + slice_len);
-    const uint head_end = min(end, begin + n * width * FC_COOP_CHUNKS);
-    const __global void *xrow = fc_row(xdt, x, x_off + row * x_stride);
-    __global void *yrow = fc_row_w(ydt, y, y_off + row * y_stride);
-    uint4 raw[FC_COOP_CHUNKS];
+    float4 v[FC_HELD_MAX / 4];
 
-    /* Pass 1: the head into registers, the tail (if any) streamed. */
-    fc_reg_load(xdt, raw, FC_COOP_CHUNKS, xrow, begin, head_end, lid, width, vec);
-    const float2 tail = fc_stream_md(xdt, xrow, head_end, end, scale, vec, lid, width);
-    const float mx = fmax(fc_reg_max(xdt, raw, FC_COOP_CHUNKS, scale, begin, head_end, lid, width),
-                          tail.x);
-    const float ref = fc_md_ref(mx);
-    const float d = tail.y * exp(tail.x - ref) +
-                    fc_reg_sum(xdt, raw, FC_COOP_CHUNKS, scale, ref, 0, begin, head_end, lid, width);
-    float2 md = fc_team_merge((float2)(mx, d), width, scratch);
+    const float m = fc_team_max(fc_held_load(xdt, v, elems,
+                                             fc_row(xdt, x, x_off + row * x_stride), begin, end,
+                                             lid, width, scale, vec),
+                                width, scratch);
+    const float d = fc_team_sum(fc_held_exp_sum(v, elems, fc_md_ref(m), log_mode), width, scratch);
 
     /* Publish this slice, then gather the row's slices (lane i waits for slice i, i + width..). */
-    volatile __global ulong *row_slots = state + 1 + row * slices;
-    if (lid == 0)
-        atom_xchg(&row_slots[slice], fc_md_pack(md));
-    md = (float2)(-INFINITY, 0.0f);
-    for (uint i = lid; i < slices; i += width) {
-        ulong w;
-        while ((w = atom_add(&row_slots[i], (ulong)0)) == 0) {
+    float2 md = (float2)(m, d);
+    if (slices > 1) {
+        volatile __global ulong *row_slots = state + 1 + row * slices;
+        volatile __global ulong *arrived = state + 1 + rows * slices + row;
+        if (lid == 0)
+            atom_xchg(&row_slots[slice], fc_md_pack(md));
+        if (slices > FC_COOP_POLL_SLOTS) {
+            /* Many slices: one word per group (the row's arrival count) is polled until the row
+             * looks complete, instead of every slot by a lane each, which measured slower for
+             * 64 x 1M (67% against 70% of copy bandwidth) but faster for few slices (4096 x
+             * 32768 f32: 98% against 94%). The count only spares the slots the polling: they are
+             * still read (and waited for) one by one below, so nothing depends on the order in
+             * which the two become visible. */
+            if (lid == 0) {
+                atom_inc(arrived);
+                while (atom_add(arrived, (ulong)0) < slices) {
 #if FC_NV_SLEEP
-            FC_ASM volatile("nanosleep.u32 200;");
+                    FC_ASM volatile("nanosleep.u32 200;");
 #endif
+                }
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
         }
-        md = fc_md_merge(md, fc_md_unpack(w));
+        md = (float2)(-INFINITY, 0.0f);
+        for (uint i = lid; i < slices; i += width) {
+            ulong w;
+            while ((w = atom_add(&row_slots[i], (ulong)0)) == 0) {
+#if FC_NV_SLEEP
+                FC_ASM volatile("nanosleep.u32 200;");
+#endif
+            }
+            md = fc_md_merge(md, fc_md_unpack(w));
+        }
+        md = fc_team_merge(md, width, scratch);
     }
-    md = fc_team_merge(md, width, scratch);
-
-    /* Pass 2: normalise the head from registers, re-read the tail. */
-    fc_reg_store(xdt, ydt, raw, FC_COOP_CHUNKS, yrow, scale, md, log_mode, 0, begin, head_end, lid,
-                 width, vec);
-    fc_stream_normalize(xdt, ydt, xrow, yrow, head_end, end, scale, md, log_mode, vec, lid, width);
+    /* A slice of only -inf holds zeros: its factor must be 0, not e^(0 - M), which may be inf.
+     * An all -inf row has D = 0: 0 * (1 / 0) is NaN, as torch gives. */
+    const float rescale = m == -INFINITY ? 0.0f : exp(m - fc_md_ref(md.x));
+    fc_held_store(xdt, ydt, v, elems, fc_row_w(ydt, y, y_off + row * y_stride), begin, end,
+                  lid, width, vec, log_mode, md.x, rescale * (1.0f / md.y), log(md.y));
 }
 
 #define FC_COOP_KERNEL(XN, XT, XD, YN, YT, YD)                                                 \
     __kernel void softmax_split_row_cooperative_##XN##_##YN(                                   \
-        FC_PTR_ARGS(XT, YT), uint cols, uint slice_len, uint slices, float scale, int log_mode, \
-        int vec, volatile __global ulong *state)                                               \
+        FC_PTR_ARGS(XT, YT), ulong rows, uint cols, uint slice_len, uint slices, float scale,  \
+        int log_mode, int vec, volatile __global ulong *state)                                 \
     {                                                                                          \
         __local float scratch[FC_MAX_WG];                                                      \
         __local ulong ticket;                                                                  \
-        fc_split_row_cooperative(XD, YD, x, x_off, x_stride, y, y_off, y_stride, cols,         \
+        fc_split_row_cooperative(XD, YD, x, x_off, x_stride, y, y_off, y_stride, rows, cols,   \
                                  slice_len, slices, scale, log_mode, vec, state, scratch,      \
                                  &ticket);                                                     \
     }

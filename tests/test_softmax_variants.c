@@ -1,5 +1,6 @@
 /* Every softmax variant forced through params.variant: ROW_IN_REGISTERS, ONLINE_CHUNKED and
- * SPLIT_ROW (and once more with the legacy choices, FLASHCL_SOFTMAX_LEGACY=1) x all 9 dtype
+ * SPLIT_ROW (again without the cooperative split row, FLASHCL_SOFTMAX_NO_COOP=1, and once more
+ * with the legacy choices, FLASHCL_SOFTMAX_LEGACY=1) x all 9 dtype
  * pairs x cols in {1, 2, 3, 127, 1000, 1023, 1025, 4097, 65537, 1<<20} x rows {1, 3, 17} (at
  * most 1.2M elements a case: 1<<20 runs with one row; two rows for three of the pairs),
  * layouts and special rows drawn at random per case as in test_softmax_auto. A forced variant
@@ -81,6 +82,18 @@ static void test_split_row(void **state)
     run_variant(FLASHCL_SOFTMAX_SPLIT_ROW);
 }
 
+/* SPLIT_ROW again with the cooperative split row left out (FLASHCL_SOFTMAX_NO_COOP=1, read at
+ * every call): on GPUs, where forced SPLIT_ROW takes the cooperative kernel whenever a row fits
+ * on the device, this is what reaches the ordered split at every size. Devices without the
+ * cooperative kernel (CPUs) run the ordered split both times. */
+static void test_split_row_ordered(void **state)
+{
+    (void)state;
+    setenv("FLASHCL_SOFTMAX_NO_COOP", "1", 1);
+    run_variant(FLASHCL_SOFTMAX_SPLIT_ROW);
+    unsetenv("FLASHCL_SOFTMAX_NO_COOP");
+}
+
 /* Many rows through the variants meant for few long rows, and the reverse. */
 static void test_unusual_shapes(void **state)
 {
@@ -129,6 +142,7 @@ int main(void)
         cmocka_unit_test(test_row_in_registers),
         cmocka_unit_test(test_online_chunked),
         cmocka_unit_test(test_split_row),
+        cmocka_unit_test(test_split_row_ordered),
         cmocka_unit_test(test_unusual_shapes),
         cmocka_unit_test(test_legacy_choices),
     };

@@ -69,7 +69,7 @@ typedef struct fc_softmax_kernels {
     cl_kernel rows_held[2][FC_DTYPE_COUNT][FC_DTYPE_COUNT];      /* [0]: 8 elements, [1]: 16 */
     cl_kernel split_row_ordered[FC_DTYPE_COUNT][FC_DTYPE_COUNT]; /* NULL when not built */
     unsigned rir_chunks;                 /* 16-byte chunks per work-item (FC_RIR_CHUNKS) */
-    unsigned coop_chunks;                /* FC_COOP_CHUNKS */
+    unsigned coop_elems;                 /* FC_COOP_ELEMS: cooperative floats per item */
     size_t rir_max_wg;                   /* largest team / work-group (a power of two) */
     size_t rir_group_wg;                 /* work-group size when several short rows share one */
     size_t chunked_wg, split_wg, coop_wg;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../error.h"
+#include "../text.h"
 #include "softmax_plan.h"
 
 /* ---- tuning per device ------------------------------------------------------------------------ */
@@ -14,10 +15,11 @@ typedef struct fc_softmax_tuning {
     fc_subgroup_kind sg;
     int sg_size;
     size_t max_wg;          /* largest work-group of any softmax kernel (sizes __local arrays) */
-    unsigned rir_chunks, stream_unroll, coop_chunks, half_impl;
+    unsigned rir_chunks, stream_unroll, coop_elems, half_impl;
     int fast_exp;           /* FC_FAST_EXP: PTX ex2-based exp (NVIDIA) */
     int nv_sleep;           /* FC_NV_SLEEP: nanosleep while waiting (NVIDIA sm_70+) */
     int stream_stores;      /* FC_STREAM_STORES: evict-first stores in the ordered split */
+    int nv_cvt2;            /* FC_NV_CVT2: paired f16x2/bf16x2 narrowing (NVIDIA sm_80+) */
     size_t rir_group_wg;    /* work-group size when teams are smaller than one */
     size_t resident_items;  /* work-items one compute unit runs at once (an estimate) */
     size_t chunked_wg, split_wg, coop_wg;
@@ -53,7 +55,7 @@ static void fc_softmax_tune(const fc_cl_device *dev, fc_softmax_tuning *t)
         t->resident_items = 2048;
         t->chunked_wg = 512;
         t->split_wg = 256;
-        t->coop_wg = 1024;
+        t->coop_wg = 1024; /* the largest; softmax_plan.c starts at 128 */
         t->coop = (dev->vendor == FC_VENDOR_NVIDIA || dev->vendor == FC_VENDOR_AMD) &&
                   dev->compute_units >= 2 &&
                   dev->has_int64_atomics;
@@ -88,17 +90,22 @@ static void fc_softmax_tune(const fc_cl_device *dev, fc_softmax_tuning *t)
     if (t->chunked_wg > t->max_wg) t->chunked_wg = t->max_wg;
     if (t->split_wg > t->max_wg) t->split_wg = t->max_wg;
     if (t->coop_wg > t->max_wg) t->coop_wg = t->max_wg;
-    t->coop_chunks = t->rir_chunks;
+    t->coop_elems = 32;
     /* f16 conversions: NVIDIA's vload/vstore_half are scalar and its compiler accepts PTX cvt;
      * elsewhere integer code on the bits. */
     t->half_impl = t->sg == FC_SG_NV_PTX ? 2 : 1;
     /* FC_FAST_EXP stays off: on an H200 it changed nothing measurable (the kernels wait on
-     * memory, not on exp), and exp is the specified accuracy. */
+     * memory, not on exp), and exp is the specified accuracy; measured again on an H100 with
+     * the cooperative split row (session 4): within 1% on every shape. */
     t->fast_exp = 0;
     t->nv_sleep = 0;
     if (t->sg == FC_SG_NV_PTX) t->nv_sleep = dev->nv_compute_major >= 7;
     /* st.global.cs through inline PTX, as the CUDA kernels' second pass stores (cuda/softmax.cuh). */
     t->stream_stores = t->sg == FC_SG_NV_PTX;
+    /* Measured on an H100: 16384 x 1024 bf16 80% of copy bandwidth against 73% without,
+     * 4096 x 32768 bf16 59% against 55% (FLASHCL_SOFTMAX_NO_CVT2=1 turns it off, for A/B). */
+    t->nv_cvt2 = t->sg == FC_SG_NV_PTX && dev->nv_compute_major >= 8 &&
+                 !fc_env_flag("FLASHCL_SOFTMAX_NO_CVT2");
     /* cl_khr_subgroups functions are declared for OpenCL C 2.0+ only. */
     if (t->sg == FC_SG_KHR) {
         int major = dev->opencl_c_major;
@@ -114,11 +121,12 @@ void fc_cl_softmax_options(const fc_cl_device *dev, int part, char *out, size_t 
     fc_softmax_tune(dev, &t);
     snprintf(out, out_size,
              "%s -D%s -DFC_SG_SIZE=%d -DFC_MAX_WG=%zu -DFC_RIR_CHUNKS=%u "
-             "-DFC_STREAM_UNROLL=%u -DFC_COOP=%d -DFC_COOP_CHUNKS=%u -DFC_HALF_IMPL=%u "
-             "-DFC_FAST_EXP=%d -DFC_NV_SLEEP=%d -DFC_ORDERED=%d -DFC_STREAM_STORES=%d "
-             "-DFC_DTYPES=%d",
+             "-DFC_STREAM_UNROLL=%u -DFC_COOP=%d -DFC_COOP_ELEMS=%u "
+             "-DFC_HALF_IMPL=%u -DFC_FAST_EXP=%d -DFC_NV_SLEEP=%d -DFC_ORDERED=%d "
+             "-DFC_STREAM_STORES=%d -DFC_NV_CVT2=%d -DFC_DTYPES=%d",
              t.cl_std, sg_define[t.sg], t.sg_size, t.max_wg, t.rir_chunks, t.stream_unroll, t.coop,
-             t.coop_chunks, t.half_impl, t.fast_exp, t.nv_sleep, t.ordered, t.stream_stores,
+             t.coop_elems, t.half_impl, t.fast_exp, t.nv_sleep, t.ordered,
+             t.stream_stores, t.nv_cvt2,
              part == FC_PART_ALL_DTYPES ? 7 : 1 << part);
 }
 
@@ -209,7 +217,7 @@ static flashcl_status fc_set_limits(fc_cl_context *ctx, const fc_softmax_tuning 
     }
     /* Work-group sizes: powers of two within both the tuning and every kernel's own limit. */
     k->rir_chunks = t->rir_chunks;
-    k->coop_chunks = t->coop_chunks;
+    k->coop_elems = t->coop_elems;
     k->rir_max_wg = fc_floor_pow2(fc_min(wg[FC_WG_RIR], t->max_wg));
     k->rir_group_wg = t->rir_group_wg;
     k->resident_items = t->resident_items;
@@ -408,14 +416,15 @@ static flashcl_status fc_enqueue_batch(fc_cl_context *ctx, const fc_softmax_desc
     case FC_PLAN_COOP: {
         const size_t groups = (size_t)n * p->slices;
         cl_mem state = NULL;
-        st = fc_zeroed_state(ctx, (1 + groups) * sizeof(cl_ulong), out_of_order, &state);
+        st = fc_zeroed_state(ctx, (1 + groups + (size_t)n) * sizeof(cl_ulong), out_of_order,
+                             &state);
         if (st == FLASHCL_SUCCESS) {
             const fc_arg args[] = {FC_ARG(x),        FC_ARG(x_off),     FC_ARG(x_stride),
                                    FC_ARG(y),        FC_ARG(y_off),     FC_ARG(y_stride),
-                                   FC_ARG(cols),     FC_ARG(slice_len), FC_ARG(slices),
-                                   FC_ARG(scale),    FC_ARG(log_mode),  FC_ARG(vec),
-                                   FC_ARG(state)};
-            st = fc_launch(ctx, k->split_row_cooperative[xd][yd], args, 13, groups, p->wg);
+                                   FC_ARG(n),        FC_ARG(cols),      FC_ARG(slice_len),
+                                   FC_ARG(slices),   FC_ARG(scale),     FC_ARG(log_mode),
+                                   FC_ARG(vec),      FC_ARG(state)};
+            st = fc_launch(ctx, k->split_row_cooperative[xd][yd], args, 14, groups, p->wg);
         }
         return st;
     }
@@ -464,6 +473,16 @@ flashcl_status fc_cl_softmax(void *vctx, const fc_softmax_desc *desc)
                        (long long)desc->cols);
     st = fc_softmax_choose_plan(ctx, desc, &p);
     if (st != FLASHCL_SUCCESS) return st;
+    if (fc_env_flag("FLASHCL_SOFTMAX_TRACE")) {
+        static const char *const names[] = {"rows_in_registers", "rows_held", "online_chunked",
+                                            "split_row", "split_row_cooperative",
+                                            "split_row_ordered"};
+        fprintf(stderr,
+                "flashcl softmax (opencl): %lld x %lld -> %s, work-group %zu, team %u, elems %u, "
+                "slices %u of %llu, lag %llu\n",
+                (long long)desc->rows, (long long)desc->cols, names[p.kind], p.wg, p.team,
+                p.elems, p.slices, (unsigned long long)p.slice_len, (unsigned long long)p.lag);
+    }
     clGetCommandQueueInfo(ctx->queue, CL_QUEUE_PROPERTIES, sizeof props, &props, NULL);
 
     /* Launches stay below 2^31 work-items; chunked work-groups loop over rows. */

@@ -7,18 +7,25 @@
  *                                       f16: raw chunks (measured faster on an H100)
  *   cols <= cap16                    -> rows held, 16 elements per work-item
  *   16-bit cols <= raw cap (8192)    -> rows in registers as raw 16-byte chunks
- *   longer rows, on GPUs that built it -> ticket-ordered split row (one HBM read + one L2
- *                                        re-read + one write, any number of rows)
+ *   longer rows, on GPUs that built it:
+ *     a row in at most one slice per compute unit (32 for 16-bit input) -> cooperative split
+ *                                       row: slices held in registers, one read, one write
+ *     otherwise                      -> ticket-ordered split row (one HBM read + one L2
+ *                                       re-read + one write, any number of rows)
  *   otherwise the legacy choice below.
- * FLASHCL_SOFTMAX_LEGACY=1 restores the choice made before (for A/B measurements):
+ * FLASHCL_SOFTMAX_LEGACY=1 restores the choice made before the rows held and the ordered split
+ * (for A/B measurements; its cooperative split row is today's kernel, where a row fits):
  *   cols <= raw cap, and rows >= 2 x compute units or cols <= 8192 -> rows in registers (raw)
  *   rows >= 2 x compute units                                     -> online chunked
  *   few long rows -> cooperative split row (f32 input, where built), else the 3-pass split row.
+ * FLASHCL_SOFTMAX_NO_COOP=1 leaves the cooperative split row out (then the ordered split);
+ * FLASHCL_SOFTMAX_COOP_WG=n sets its smallest work-group (tuning; 128 by default).
  * FLASHCL_SOFTMAX_L2_BUDGET_KB=N overrides the ordered split's cache budget (12288 on GPUs:
  * the input bytes read between a slice's two reads, as many written).
+ * FLASHCL_SOFTMAX_TRACE=1 prints each call's plan on stderr (softmax.c).
  * Forced variants run whenever they can: ROW_IN_REGISTERS takes rows held or raw (UNSUPPORTED
- * past the raw cap); SPLIT_ROW takes the ordered split where built (legacy: cooperative or
- * 3-pass). */
+ * past the raw cap); SPLIT_ROW takes the cooperative split row where built and a row fits,
+ * else the ordered split where built (legacy: cooperative or 3-pass). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -107,16 +114,37 @@ static void fc_plan_split(fc_plan *p, const fc_cl_device *dev, const fc_softmax_
     fc_plan_slices(p, FC_PLAN_SPLIT, k->split_wg, ucols, slices, unit);
 }
 
-/* Cooperative split row: as few slices as hold the row in registers, at most one per compute
- * unit (the no-deadlock condition; beyond that, slices stream their tail). */
-static void fc_plan_coop(fc_plan *p, const fc_cl_device *dev, const fc_softmax_kernels *k,
-                         flashcl_dtype x_dtype, int64_t cols)
+/* Cooperative split row: a slice of at most coop_elems elements per work-item in
+ * registers (cl/softmax.cl), as many slices as that takes; 0 when they would exceed the compute
+ * units (the no-deadlock condition). Work-groups of 128, or the smallest larger power of two
+ * whose slices fit: small groups let several share a compute unit, so one group's wait overlaps
+ * another's loads (measured on an H100, f32 4096 x 32768: 98% of copy bandwidth with 128, 91%
+ * with 256 or more; more slices per row than compute units measured slower, 64 x 1M f32: 57%
+ * against 67%). FLASHCL_SOFTMAX_COOP_WG=n overrides the starting size (tuning). A row that fits
+ * one group gets the smallest group that holds it. */
+static int fc_plan_coop(fc_plan *p, const fc_cl_device *dev, const fc_softmax_kernels *k,
+                        int64_t cols)
 {
-    const uint64_t unit = (uint64_t)k->coop_wg * fc_chunk_elems(x_dtype); /* a chunk per item */
-    const uint64_t ucols = (uint64_t)cols, cap = unit * k->coop_chunks;
-    uint64_t slices = (ucols + cap - 1) / cap;
-    if (slices > dev->compute_units) slices = dev->compute_units;
-    fc_plan_slices(p, FC_PLAN_COOP, k->coop_wg, ucols, slices, unit);
+    const char *env = getenv("FLASHCL_SOFTMAX_COOP_WG");
+    const uint64_t ucols = (uint64_t)cols, elems = k->coop_elems;
+    size_t wg = env && atoi(env) >= 32 ? fc_ceil_pow2((size_t)atoi(env)) : 128;
+    uint64_t slices;
+    if (!k->coop || fc_env_flag("FLASHCL_SOFTMAX_NO_COOP")) return 0;
+    if (wg > k->coop_wg) wg = k->coop_wg;
+    for (;;) {
+        slices = (ucols + wg * elems - 1) / (wg * elems);
+        if (slices <= dev->compute_units) break;
+        if (wg * 2 > k->coop_wg) return 0;
+        wg *= 2;
+    }
+    if (slices == 1) {
+        const size_t need = fc_ceil_pow2((size_t)((ucols + elems - 1) / elems));
+        wg = need < 32 ? 32 : need;
+        if (wg > k->coop_wg) wg = k->coop_wg;
+    }
+    /* Balanced slices, each starting on a 16-byte chunk (at most 8 elements). */
+    fc_plan_slices(p, FC_PLAN_COOP, wg, ucols, slices, 8);
+    return 1;
 }
 
 /* Ordered split row: slices of about 32 KiB of input (two streaming steps of the work-group),
@@ -147,11 +175,11 @@ static flashcl_status fc_choose_legacy(const fc_cl_context *ctx, const fc_softma
     const fc_cl_device *dev = &ctx->dev;
     const fc_softmax_kernels *k = &ctx->softmax;
     const int64_t rows = desc->rows, cols = desc->cols;
-    /* The cooperative split row where built, for f32 input: measured on an H200 it beat the
-     * 3-pass split for f32 (64 x 1M: 219 vs 249 us) but lost for f16 (276 vs 141 us).
-     * FLASHCL_SOFTMAX_NO_COOP=1 turns it off (benchmarks). */
-    const int coop = k->coop && desc->x_dtype == FLASHCL_F32 &&
-                     !fc_env_flag("FLASHCL_SOFTMAX_NO_COOP");
+    /* The cooperative split row (where built and a row fits on the device), for f32 input:
+     * measured on an H200 it beat the 3-pass split for f32 (64 x 1M: 219 vs 249 us) but lost
+     * for f16 (276 vs 141 us). That was its first form, which streamed what did not fit its
+     * registers; the kernel now holds every slice (session 4). */
+    const int coop = desc->x_dtype == FLASHCL_F32;
     /* Rows needed before one work-group per row keeps every compute unit busy. */
     const int64_t fill_rows = (int64_t)dev->compute_units * (dev->is_gpu ? 2 : 4);
 
@@ -167,10 +195,7 @@ static flashcl_status fc_choose_legacy(const fc_cl_context *ctx, const fc_softma
         fc_plan_chunked(p, dev, k, rows);
         return FLASHCL_SUCCESS;
     case FLASHCL_SOFTMAX_SPLIT_ROW:
-        if (coop)
-            fc_plan_coop(p, dev, k, desc->x_dtype, cols);
-        else
-            fc_plan_split(p, dev, k, rows, cols);
+        if (!coop || !fc_plan_coop(p, dev, k, cols)) fc_plan_split(p, dev, k, rows, cols);
         return FLASHCL_SUCCESS;
     default:
         break;
@@ -187,10 +212,7 @@ static flashcl_status fc_choose_legacy(const fc_cl_context *ctx, const fc_softma
         fc_plan_chunked(p, dev, k, rows);
         return FLASHCL_SUCCESS;
     }
-    if (coop)
-        fc_plan_coop(p, dev, k, desc->x_dtype, cols);
-    else
-        fc_plan_split(p, dev, k, rows, cols);
+    if (!coop || !fc_plan_coop(p, dev, k, cols)) fc_plan_split(p, dev, k, rows, cols);
     return FLASHCL_SUCCESS;
 }
 
@@ -209,6 +231,7 @@ flashcl_status fc_softmax_choose_plan(const fc_cl_context *ctx, const fc_softmax
             return FLASHCL_SUCCESS;
         return fc_choose_legacy(ctx, desc, p); /* its message */
     case FLASHCL_SOFTMAX_SPLIT_ROW:
+        if (fc_plan_coop(p, dev, k, cols)) return FLASHCL_SUCCESS;
         if (!k->ordered) return fc_choose_legacy(ctx, desc, p);
         fc_plan_ordered(p, k, desc->x_dtype, rows, cols);
         return FLASHCL_SUCCESS;
@@ -225,9 +248,13 @@ flashcl_status fc_softmax_choose_plan(const fc_cl_context *ctx, const fc_softmax
     if ((cols <= 8192 || rows >= (int64_t)dev->compute_units * (dev->is_gpu ? 2 : 4)) &&
         ((!f16_short && fc_plan_held(p, k, cols)) || fc_plan_rir(p, k, desc->x_dtype, cols)))
         return FLASHCL_SUCCESS;
-    /* Longer rows on a GPU: one launch, the second read from the L2 cache, whatever the number
-     * of rows (the online chunked kernel's second read missed the cache for 4096 x 32768: each
-     * resident work-group streams a whole row between its two reads). */
+    /* Longer rows on a GPU: held in registers by cooperating work-groups, one read. 16-bit rows
+     * of more than 32 slices measured faster through the ordered split (H100, 64 x 1M f16: 63%
+     * of copy bandwidth against 56%; f32: 71% cooperative against 69%). */
+    if (dev->is_gpu && fc_plan_coop(p, dev, k, cols) &&
+        (desc->x_dtype == FLASHCL_F32 || p->slices <= 32 || !k->ordered))
+        return FLASHCL_SUCCESS;
+    memset(p, 0, sizeof *p);
     if (k->ordered && dev->is_gpu) {
         fc_plan_ordered(p, k, desc->x_dtype, rows, cols);
         return FLASHCL_SUCCESS;
