@@ -1,5 +1,5 @@
 /* Softmax kernels: row in registers, resident split, online chunked, the two-kernel split, and
- * (softmax_staged.cuh) the staged kernel.
+ * the staged (softmax_staged.cuh) and split-held (softmax_split_held.cuh) kernels.
  *
  * Numbers follow torch.softmax / torch.log_softmax: s = x * scale rounded to f32 first (never
  * contracted into a later subtraction: with |x| ~ 1e30 that would cost the whole result),
@@ -422,3 +422,4 @@ FC_SOFTMAX_ROW_CONFIGS(FC_ROWS_KERNELS)
 FC_SOFTMAX_FOR_DTYPES(FC_OTHER_KERNELS, 0)
 
 #include "softmax_staged.cuh"
+#include "softmax_split_held.cuh"
