@@ -1,5 +1,5 @@
 /* Softmax kernels: row in registers, resident split, online chunked, the two-kernel split, and
- * (softmax_staged.cuh) the staged kernel.
+ * the staged (softmax_staged.cuh) and split-held (softmax_split_held.cuh) kernels.
  *
  * Numbers follow torch.softmax / torch.log_softmax: s = x * scale rounded to f32 first (never
  * contracted into a later subtraction: with |x| ~ 1e30 that would cost the whole result),
@@ -171,6 +171,37 @@ FC_DEVICE void merge_partials(const float2 *p, int chunks, float &m, float &d) {
     warp_merge<32>(m, d);
 }
 
+/* The (max, sum) of a whole row from the blocks that hold its chunks: this block publishes its
+ * chunk's (m, d) as row_partials[chunk], counts itself in at the row's arrival counter, and
+ * thread 0 waits (napping `nap` ns between polls) until all `chunks` have arrived; then warp 0
+ * merges them in a fixed order, so that every block of the row gets the same bits. Requires
+ * that every chunk of the row is running or done while any of them waits. `row_stats`: shared
+ * memory, free until the next barrier after this returns. */
+FC_DEVICE float2 exchange_row_stats(float2 *row_partials, int chunk, int chunks, unsigned *counter,
+                                    float m, float d, float2 *row_stats, unsigned nap) {
+    if (threadIdx.x == 0) {
+        __stcg(row_partials + chunk, make_float2(m, d));
+        add_release_gpu(counter, 1u); /* publishes the partial above */
+        while (load_acquire_gpu(counter) < (unsigned)chunks) __nanosleep(nap);
+    }
+    __syncthreads(); /* extends thread 0's acquire to the block */
+    if (threadIdx.x < 32) {
+        float rm, rd;
+        merge_partials(row_partials, chunks, rm, rd);
+        if (threadIdx.x == 0) *row_stats = make_float2(rm, rd);
+    }
+    __syncthreads();
+    return *row_stats;
+}
+
+/* Softmax's factor for a chunk whose exponentials are relative to its own max m, given the row's
+ * (rm, rd): e^(m - rm) / rd. A chunk of only -inf holds zeros; its factor must be 0, not
+ * e^(0 - rm), which can be inf. */
+FC_DEVICE float chunk_factor(float m, float rm, float rd) {
+    const float rescale = m == -INFINITY ? 0.0f : expf(m - subtrahend(rm));
+    return __fmul_rn(rescale, 1.0f / rd);
+}
+
 /* A part of a chunk parked in shared memory: each thread keeps its own N values there (as
  * float4, thread-interleaved so that the accesses are conflict-free) and only it reads them. */
 template <int TPB, int N> FC_DEVICE void park(float4 *parts, int p, const float *v) {
@@ -234,23 +265,10 @@ __device__ void softmax_resident(const fc_softmax_args &a) {
         }
         d += thread_exp_sum<N>(v, sub, log);
         d = block_sum<TPB>(d, sum_slots);
-        if (threadIdx.x == 0) {
-            __stcg(partials + item, make_float2(m, d));
-            add_release_gpu(counters + row, 1u); /* publishes the partial above */
-            while (load_acquire_gpu(counters + row) < (unsigned)a.chunks) __nanosleep(100);
-        }
-        __syncthreads(); /* extends thread 0's acquire to the block */
-        if (threadIdx.x < 32) {
-            float rm, rd;
-            merge_partials(partials + (item - chunk), a.chunks, rm, rd);
-            if (threadIdx.x == 0) row_stats = make_float2(rm, rd);
-        }
-        __syncthreads();
-        const float rm = row_stats.x, rd = row_stats.y;
-        /* This chunk's exponentials are relative to its own max: rescale by e^(m - rm). A chunk
-         * of only -inf holds zeros; its factor must be 0, not e^(0 - rm), which can be inf. */
-        const float rescale = m == -INFINITY ? 0.0f : expf(m - subtrahend(rm));
-        const float factor = __fmul_rn(rescale, 1.0f / rd), log_d = log ? logf(rd) : 0.0f;
+        const float2 r = exchange_row_stats(partials + (item - chunk), chunk, a.chunks,
+                                            counters + row, m, d, &row_stats, 100);
+        const float rm = r.x, rd = r.y;
+        const float factor = chunk_factor(m, rm, rd), log_d = log ? logf(rd) : 0.0f;
         char *y_row = row_ptr(a.y, row, a.y_stride, y_bytes);
         for (int p = 0; p < a.smem_parts; p++) {
             unpark<TPB, N>(parts, p, w);
@@ -404,3 +422,4 @@ FC_SOFTMAX_ROW_CONFIGS(FC_ROWS_KERNELS)
 FC_SOFTMAX_FOR_DTYPES(FC_OTHER_KERNELS, 0)
 
 #include "softmax_staged.cuh"
+#include "softmax_split_held.cuh"

@@ -1,4 +1,4 @@
-/* What the softmax kernels (cuda/softmax.cuh, CUDA C++) and their host side (src/cuda/softmax.c,
+/* What the softmax kernels (cuda/softmax*.cuh, CUDA C++) and their host side (src/cuda/softmax.c,
  * C99) must agree on: the argument block and the table of row-in-registers configurations.
  * Plain C so that both compilers read the same text. */
 #ifndef FLASHCL_CUDA_SOFTMAX_SHARED_H
@@ -14,7 +14,8 @@ typedef struct fc_softmax_args {
     int64_t x_stride, y_stride; /* elements between consecutive rows */
     int64_t chunk_cols;         /* split kernels: columns per chunk (a multiple of the step) */
     uint64_t partials;          /* split kernels: float2 (max, sum) per (row, chunk) */
-    uint64_t counters;          /* resident split: uint32 arrivals per row, zeroed before launch */
+    uint64_t counters;          /* resident split, staged, split-held: uint32 arrivals per row,
+                                   zeroed before launch; split-held: then its ticket counter */
     float scale;                /* never 0 (api.c defaults it to 1) */
     int32_t log;                /* nonzero: log-softmax */
     int32_t y_dtype;            /* flashcl_dtype of y; x's dtype is the kernel's template */
@@ -69,5 +70,12 @@ typedef struct fc_softmax_args {
 /* The staged kernel (cuda/softmax_staged.cuh): one block of this many threads per SM, chunks of a
  * row in shared memory. */
 #define FC_SOFTMAX_STAGED_THREADS 1024
+
+/* The split-held kernel (cuda/softmax_split_held.cuh): blocks of THREADS threads with ITEMS
+ * values each in registers hold a slice of THREADS * ITEMS columns of a row; launch bounds ask
+ * for BLOCKS_PER_SM of them per SM (64 registers per thread). */
+#define FC_SOFTMAX_SPLIT_HELD_THREADS 256
+#define FC_SOFTMAX_SPLIT_HELD_ITEMS 32
+#define FC_SOFTMAX_SPLIT_HELD_BLOCKS_PER_SM 4
 
 #endif

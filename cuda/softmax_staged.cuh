@@ -226,19 +226,9 @@ __device__ void softmax_staged(const fc_softmax_args &a) {
         }
         block_merge<TPB>(m, d, slots);
         if (a.chunks > 1) {
-            if (threadIdx.x == 0) {
-                __stcg(partials + item, make_float2(m, d));
-                add_release_gpu(counters + it.row, 1u); /* publishes the partial above */
-                while (load_acquire_gpu(counters + it.row) < (unsigned)a.chunks) __nanosleep(64);
-            }
-            __syncthreads(); /* extends thread 0's acquire to the block */
-            if (threadIdx.x < 32) {
-                float rm, rd;
-                merge_partials(partials + (item - it.chunk), a.chunks, rm, rd);
-                if (threadIdx.x == 0) row_stats = make_float2(rm, rd);
-            }
-            __syncthreads();
-            m = row_stats.x, d = row_stats.y;
+            const float2 r = exchange_row_stats(partials + (item - it.chunk), it.chunk, a.chunks,
+                                                counters + it.row, m, d, &row_stats, 64);
+            m = r.x, d = r.y;
         }
         /* Past the buffer first again, while those lines are the most recent in L2. */
         if (it.valid > it.held) {

@@ -72,6 +72,10 @@ typedef struct fc_cuda_kernels {
     CUfunction softmax_staged[FC_CUDA_DTYPES];
     unsigned softmax_staged_smem;   /* dynamic shared memory it may use per block; 0: unusable */
     int softmax_staged_blocks_per_sm[FC_CUDA_DTYPES]; /* at that much shared memory */
+    CUfunction softmax_split_held[FC_CUDA_DTYPES];
+    /* Blocks of the split-held kernel one SM holds at once (occupancy API); times the SM count
+     * it caps the slices of a row, which must all be running together. */
+    int softmax_split_held_blocks_per_sm[FC_CUDA_DTYPES];
     fc_cuda_attention_kernel attention_tc[FC_TC_CONFIG_COUNT][2];        /* [config][f16, bf16] */
     fc_cuda_attention_kernel attention_tc_decode[FC_TC_DECODE_CONFIG_COUNT][2];
     fc_cuda_attention_kernel attention_wgmma[FC_WGMMA_CONFIG_COUNT][2]; /* usable on cc 9.0 only */

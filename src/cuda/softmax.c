@@ -15,11 +15,19 @@
  *                     One read (but for up to a third of a chunk past its buffer, read twice,
  *                     the second time from L2): 16-bit rows past 32768 columns in at most 32
  *                     chunks, where it measured faster than the resident split (see choose()).
- * Forced SPLIT_ROW takes the staged kernel with two chunks or more where it fits, else the
- * resident split, else the two-kernel split.
+ *   split-held        (cuda/softmax_split_held.cuh) slices of 8192 columns, one per 256-thread
+ *                     block, in registers; a plain grid of rows * slices blocks, each taking its
+ *                     (row, slice) by ticket in the order blocks start, exchanging (max, sum)
+ *                     like the resident split: one read, one write, no lock-step rounds. f32
+ *                     rows past 32768 columns and 16-bit rows past 8192, as long as a row's
+ *                     slices all fit on the device at once (~4.3M columns on an H100).
+ * Forced SPLIT_ROW takes the split-held kernel where it fits, else the staged kernel with two
+ * chunks or more where it fits, else the resident split, else the two-kernel split.
  *
- * FLASHCL_CUDA_SOFTMAX_LEGACY=1 restores the plans of before the staged kernel (no staged kernel,
- * 16-bit rows in the f32 register configurations), for A/B measurements;
+ * FLASHCL_CUDA_SOFTMAX_LEGACY=1 restores the plans of before the staged kernel (no staged or
+ * split-held kernel, 16-bit rows in the f32 register configurations), for A/B measurements;
+ * FLASHCL_CUDA_SOFTMAX_SPLIT_HELD=0 leaves the split-held kernel out (AUTO and forced SPLIT_ROW
+ * then choose as before it), for A/B measurements;
  * FLASHCL_CUDA_SOFTMAX_TRACE=1 prints the plan of each call on stderr;
  * FLASHCL_CUDA_SOFTMAX_STAGED_BUFFERS=1|2 and FLASHCL_CUDA_SOFTMAX_STAGED_CHUNKS=n restrict the
  * staged kernel's layouts to those (where they fit), for tuning. */
@@ -45,9 +53,12 @@ static const struct row_config {
 #define FC_ROWS_MAX_COLS ((int64_t)1024 * 32) /* the largest configuration's capacity */
 #define FC_RESIDENT_PART ((int64_t)FC_SOFTMAX_RESIDENT_THREADS * FC_SOFTMAX_RESIDENT_ITEMS)
 #define FC_STREAM_STEP ((int64_t)FC_SOFTMAX_STREAM_THREADS * FC_SOFTMAX_STREAM_VALUES)
+#define FC_SPLIT_HELD_SLICE ((int64_t)FC_SOFTMAX_SPLIT_HELD_THREADS * FC_SOFTMAX_SPLIT_HELD_ITEMS)
 #define FC_MAX_GRID_X 0x7fffffffu
 
-typedef enum { PLAN_ROWS, PLAN_RESIDENT, PLAN_CHUNKED, PLAN_SPLIT, PLAN_STAGED } plan_kind;
+typedef enum {
+    PLAN_ROWS, PLAN_RESIDENT, PLAN_CHUNKED, PLAN_SPLIT, PLAN_STAGED, PLAN_SPLIT_HELD
+} plan_kind;
 
 static size_t dtype_bytes(flashcl_dtype dt) { return dt == FLASHCL_F32 ? 4 : 2; }
 
@@ -168,6 +179,24 @@ static staged_plan plan_staged(const fc_cuda_context *ctx, const fc_softmax_desc
     return best;
 }
 
+/* Slices per row for the split-held kernel, or 0 when it cannot take the shape: a row's slices
+ * must all be running at once (the blocks of a row wait for one another; see the kernel's
+ * comment), so at most as many as the device holds, and the kernel counts tickets in int. */
+static int64_t plan_split_held(const fc_cuda_context *ctx, const fc_softmax_desc *d) {
+    const int64_t cap =
+        (int64_t)ctx->kernels.softmax_split_held_blocks_per_sm[d->x_dtype] * ctx->sm_count;
+    const int64_t slices = (int64_t)ceil_div((uint64_t)d->cols, (uint64_t)FC_SPLIT_HELD_SLICE);
+    if (slices > cap || d->rows * slices >= ((int64_t)1 << 31)) return 0;
+    return slices;
+}
+
+/* FLASHCL_CUDA_SOFTMAX_SPLIT_HELD=0 turns the split-held kernel off (it is on by default, so the
+ * switch reads the other way round from fc_env_flag's). */
+static int split_held_enabled(void) {
+    const char *v = getenv("FLASHCL_CUDA_SOFTMAX_SPLIT_HELD");
+    return !(v && strcmp(v, "0") == 0);
+}
+
 /* AUTO before the staged kernel. Registers whenever the row fits, except a few long rows that
  * would leave most SMs idle; then reading once (resident) beats reading twice (chunked: the
  * second read may hit L2; split: fills the GPU when rows are too few for one block each). */
@@ -181,13 +210,23 @@ static plan_kind choose_legacy(const fc_cuda_context *ctx, const fc_softmax_desc
     return d->rows >= 2 * (int64_t)ctx->sm_count ? PLAN_CHUNKED : PLAN_SPLIT;
 }
 
-/* AUTO, as measured on an H100 (2026-11-22, bench/results/): the legacy choice, except that
- * 16-bit rows longer than the register kernels hold take the staged kernel when a row needs at
- * most 32 chunks (1024x131072: 57% of copy bandwidth against 50%, 64x1048576: 56% against 44%).
- * With more chunks per row (8x8388608) and for f32 (1024x131072: 64% against 79%), and for
- * 16-bit rows of 32768 (54% against 78%), the staged kernel measured slower. */
+/* AUTO. First the split-held kernel, not yet measured (the hypothesis: several blocks per SM
+ * without lock-step rounds overlap one block's exchange with the others' traffic), for f32 rows
+ * past the register kernels' 32768 columns (f32 rows of 32768 reach 99% of copy bandwidth in
+ * registers) and 16-bit rows past one slice (16-bit rows of 32768 measured 77.5% in b1024x32),
+ * where a row's slices fit on the device at once. Else, as measured on an H100 (2026-11-22,
+ * bench/results/): the legacy choice, except that 16-bit rows longer than the register kernels
+ * hold take the staged kernel when a row needs at most 32 chunks (1024x131072: 57% of copy
+ * bandwidth against 50%, 64x1048576: 56% against 44%). With more chunks per row (8x8388608) and
+ * for f32 (1024x131072: 64% against 79%), and for 16-bit rows of 32768 (54% against 78%), the
+ * staged kernel measured slower. */
 static plan_kind choose(const fc_cuda_context *ctx, const fc_softmax_desc *d, int x_vec_ok,
-                        staged_plan *staged) {
+                        staged_plan *staged, int64_t *slices) {
+    const int64_t held_from = d->x_dtype == FLASHCL_F32 ? FC_ROWS_MAX_COLS : FC_SPLIT_HELD_SLICE;
+    if (d->cols > held_from && split_held_enabled()) {
+        *slices = plan_split_held(ctx, d);
+        if (*slices > 0) return PLAN_SPLIT_HELD;
+    }
     if (d->x_dtype != FLASHCL_F32 && d->cols > FC_ROWS_MAX_COLS) {
         *staged = plan_staged(ctx, d, x_vec_ok, 1);
         if (staged->chunks > 0 && staged->chunks <= 32) return PLAN_STAGED;
@@ -251,6 +290,24 @@ static flashcl_status run_split(fc_cuda_context *ctx, const fc_softmax_desc *d,
                   FC_SOFTMAX_STREAM_THREADS, a, "split-row normalisation");
 }
 
+/* Scratch for the kernels whose chunks of a row exchange their (max, sum): a float2 partial per
+ * (row, chunk), then `counters` uint32 counters zeroed on the stream (one per row, and for the
+ * split-held kernel its ticket counter after them). Sets a's chunks, partials and counters. */
+static flashcl_status exchange_scratch(fc_cuda_context *ctx, const fc_softmax_desc *d,
+                                       fc_softmax_args *a, int64_t chunks, uint64_t counters) {
+    const uint64_t partial_bytes = (uint64_t)d->rows * (uint64_t)chunks * 8;
+    CUdeviceptr scratch;
+    CUresult r;
+    flashcl_status st = fc_cuda_scratch(ctx, partial_bytes + counters * 4, &scratch);
+    if (st != FLASHCL_SUCCESS) return st;
+    a->chunks = (int32_t)chunks;
+    a->partials = scratch;
+    a->counters = scratch + partial_bytes;
+    r = fc_cu()->MemsetD32Async(a->counters, 0, (size_t)counters, ctx->stream);
+    if (r != CUDA_SUCCESS) return fc_cu_fail(r, "cuMemsetD32Async");
+    return FLASHCL_SUCCESS;
+}
+
 /* One cooperative grid of rows_per_grid * chunks blocks loops over all rows; the counters (one
  * per row) are zeroed on the stream first. Returns UNSUPPORTED when a row does not fit on the
  * device, or the driver refuses the grid as too large (e.g. SMs withheld by MPS), so that the
@@ -258,22 +315,15 @@ static flashcl_status run_split(fc_cuda_context *ctx, const fc_softmax_desc *d,
 static flashcl_status run_resident(fc_cuda_context *ctx, const fc_softmax_desc *d,
                                    fc_softmax_args *a) {
     const resident_plan plan = plan_resident(ctx, d);
-    const uint64_t partial_bytes = (uint64_t)d->rows * (uint64_t)plan.chunks * 8;
     const unsigned smem = (unsigned)(plan.parts * FC_RESIDENT_PART * 4);
     void *params[1];
-    CUdeviceptr scratch;
     CUresult r;
     flashcl_status st;
     if (plan.rows_per_grid == 0) return FLASHCL_UNSUPPORTED;
-    st = fc_cuda_scratch(ctx, partial_bytes + (uint64_t)d->rows * 4, &scratch);
+    st = exchange_scratch(ctx, d, a, plan.chunks, (uint64_t)d->rows);
     if (st != FLASHCL_SUCCESS) return st;
     a->chunk_cols = plan.chunk_cols;
-    a->chunks = (int32_t)plan.chunks;
     a->smem_parts = plan.parts;
-    a->partials = scratch;
-    a->counters = scratch + partial_bytes;
-    r = fc_cu()->MemsetD32Async(a->counters, 0, (size_t)d->rows, ctx->stream);
-    if (r != CUDA_SUCCESS) return fc_cu_fail(r, "cuMemsetD32Async");
     params[0] = a;
     r = fc_cu()->LaunchCooperativeKernel(ctx->kernels.softmax_resident[d->x_dtype],
                                          (unsigned)(plan.rows_per_grid * plan.chunks), 1, 1,
@@ -306,14 +356,8 @@ static flashcl_status run_staged(fc_cuda_context *ctx, const fc_softmax_desc *d,
     a->buffers = p->buffers;
     params[0] = a;
     if (p->chunks > 1) {
-        const uint64_t partial_bytes = (uint64_t)d->rows * (uint64_t)p->chunks * 8;
-        CUdeviceptr scratch;
-        flashcl_status st = fc_cuda_scratch(ctx, partial_bytes + (uint64_t)d->rows * 4, &scratch);
+        flashcl_status st = exchange_scratch(ctx, d, a, p->chunks, (uint64_t)d->rows);
         if (st != FLASHCL_SUCCESS) return st;
-        a->partials = scratch;
-        a->counters = scratch + partial_bytes;
-        r = fc_cu()->MemsetD32Async(a->counters, 0, (size_t)d->rows, ctx->stream);
-        if (r != CUDA_SUCCESS) return fc_cu_fail(r, "cuMemsetD32Async");
         r = fc_cu()->LaunchCooperativeKernel(ctx->kernels.softmax_staged[d->x_dtype],
                                              (unsigned)blocks, 1, 1, FC_SOFTMAX_STAGED_THREADS, 1,
                                              1, smem, ctx->stream, params);
@@ -333,11 +377,25 @@ static flashcl_status run_staged(fc_cuda_context *ctx, const fc_softmax_desc *d,
     return FLASHCL_SUCCESS;
 }
 
+/* The split-held kernel: rows * slices blocks, whose row and slice come from their tickets (not
+ * their block index), after the arrival counters and the ticket counter are zeroed. A plain
+ * launch: plan_split_held keeps a row's slices within what the device holds at once. */
+static flashcl_status run_split_held(fc_cuda_context *ctx, const fc_softmax_desc *d,
+                                     fc_softmax_args *a, int64_t slices) {
+    flashcl_status st = exchange_scratch(ctx, d, a, slices, (uint64_t)d->rows + 1);
+    if (st != FLASHCL_SUCCESS) return st;
+    a->chunk_cols = FC_SPLIT_HELD_SLICE;
+    return launch(ctx, ctx->kernels.softmax_split_held[d->x_dtype],
+                  (uint64_t)d->rows * (uint64_t)slices, FC_SOFTMAX_SPLIT_HELD_THREADS, a,
+                  "split-held");
+}
+
 /* FLASHCL_CUDA_SOFTMAX_TRACE=1: one line per call on stderr with the plan taken (before any
  * fallback), to check on a GPU which plan a shape gets. */
-static void trace_plan(const fc_softmax_desc *d, plan_kind plan, int legacy,
-                       const staged_plan *staged) {
-    static const char *const names[] = {"rows", "resident", "chunked", "split", "staged"};
+static void trace_plan(const fc_cuda_context *ctx, const fc_softmax_desc *d, plan_kind plan,
+                       int legacy, const staged_plan *staged, int64_t slices) {
+    static const char *const names[] = {"rows",  "resident", "chunked",
+                                        "split", "staged",   "split-held"};
     fprintf(stderr, "flashcl cuda softmax %lldx%lld dtype %d%s: %s", (long long)d->rows,
             (long long)d->cols, (int)d->x_dtype, legacy ? " (legacy plans)" : "", names[plan]);
     if (plan == PLAN_ROWS)
@@ -347,6 +405,11 @@ static void trace_plan(const fc_softmax_desc *d, plan_kind plan, int legacy,
                 "per round",
                 (long long)staged->chunks, (long long)staged->chunk_cols,
                 (long long)staged->held_cols, staged->buffers, (long long)staged->rows_per_grid);
+    if (plan == PLAN_SPLIT_HELD)
+        fprintf(stderr, " slices %lld of %lld columns (the device holds %lld at once)",
+                (long long)slices, (long long)FC_SPLIT_HELD_SLICE,
+                (long long)ctx->kernels.softmax_split_held_blocks_per_sm[d->x_dtype] *
+                    ctx->sm_count);
     fputc('\n', stderr);
 }
 
@@ -359,6 +422,7 @@ flashcl_status fc_cuda_softmax(void *opaque, const fc_softmax_desc *d) {
     const int legacy = fc_env_flag("FLASHCL_CUDA_SOFTMAX_LEGACY");
     fc_softmax_args a;
     staged_plan staged;
+    int64_t slices = 0; /* split-held */
     plan_kind plan;
     flashcl_status st;
 
@@ -387,14 +451,21 @@ flashcl_status fc_cuda_softmax(void *opaque, const fc_softmax_desc *d) {
         break;
     case FLASHCL_SOFTMAX_ONLINE_CHUNKED: plan = PLAN_CHUNKED; break;
     case FLASHCL_SOFTMAX_SPLIT_ROW:
+        if (!legacy && split_held_enabled()) slices = plan_split_held(ctx, d);
+        if (slices > 0) {
+            plan = PLAN_SPLIT_HELD;
+            break;
+        }
         if (!legacy) staged = plan_staged(ctx, d, a.x_vec_ok, 2);
         plan = staged.chunks > 0 ? PLAN_STAGED : PLAN_RESIDENT;
         break;
-    default: plan = legacy ? choose_legacy(ctx, d) : choose(ctx, d, a.x_vec_ok, &staged); break;
+    default:
+        plan = legacy ? choose_legacy(ctx, d) : choose(ctx, d, a.x_vec_ok, &staged, &slices);
+        break;
     }
 
     if (fc_env_flag("FLASHCL_CUDA_SOFTMAX_TRACE"))
-        trace_plan(d, plan, legacy, &staged);
+        trace_plan(ctx, d, plan, legacy, &staged, slices);
     st = fc_cuda_enter(ctx);
     if (st != FLASHCL_SUCCESS) return st;
     mtx_lock(&ctx->lock); /* the stream, the scratch, and launches that share it */
@@ -402,6 +473,7 @@ flashcl_status fc_cuda_softmax(void *opaque, const fc_softmax_desc *d) {
     case PLAN_ROWS: st = run_rows(ctx, d, &a, legacy); break;
     case PLAN_CHUNKED: st = run_chunked(ctx, d, &a); break;
     case PLAN_SPLIT: st = run_split(ctx, d, &a); break;
+    case PLAN_SPLIT_HELD: st = run_split_held(ctx, d, &a, slices); break;
     case PLAN_STAGED:
     case PLAN_RESIDENT:
         st = plan == PLAN_STAGED ? run_staged(ctx, d, &a, &staged) : FLASHCL_UNSUPPORTED;
