@@ -10,8 +10,8 @@
  * the order blocks start, so when ticket t is drawn every smaller ticket is held by a block that
  * has started; every row below the newest one is then complete and finishes without waiting on
  * anything else, freeing its SMs, and the newest row's missing slices are next in line for
- * them. As long as `slices` blocks fit on the GPU at once (the host checks it against the
- * occupancy API), the waits end: no deadlock whatever order the hardware launches blocks in.
+ * them. As long as `slices` blocks fit on the GPU at once (the host keeps slices <= SMs, see
+ * plan_split_held), the waits end: no deadlock whatever order the hardware launches blocks in.
  * The slices of a row exchange their (max, sum) like the resident split (exchange_row_stats).
  *
  * Thread t owns NV = ITEMS / VEC vectors of VEC columns, vector k at slice column

@@ -1,6 +1,6 @@
 /* Every softmax variant forced through params.variant: ROW_IN_REGISTERS, ONLINE_CHUNKED and
- * SPLIT_ROW (again without the cooperative split row, FLASHCL_SOFTMAX_NO_COOP=1, and once more
- * with the legacy choices, FLASHCL_SOFTMAX_LEGACY=1) x all 9 dtype
+ * SPLIT_ROW (again without the cooperative split rows, and once more with the legacy choices,
+ * FLASHCL_SOFTMAX_LEGACY=1) x all 9 dtype
  * pairs x cols in {1, 2, 3, 127, 1000, 1023, 1025, 4097, 65537, 1<<20} x rows {1, 3, 17} (at
  * most 1.2M elements a case: 1<<20 runs with one row; two rows for three of the pairs),
  * layouts and special rows drawn at random per case as in test_softmax_auto. A forced variant
@@ -82,16 +82,20 @@ static void test_split_row(void **state)
     run_variant(FLASHCL_SOFTMAX_SPLIT_ROW);
 }
 
-/* SPLIT_ROW again with the cooperative split row left out (FLASHCL_SOFTMAX_NO_COOP=1, read at
- * every call): on GPUs, where forced SPLIT_ROW takes the cooperative kernel whenever a row fits
- * on the device, this is what reaches the ordered split at every size. Devices without the
- * cooperative kernel (CPUs) run the ordered split both times. */
-static void test_split_row_ordered(void **state)
+/* SPLIT_ROW again with the cooperative split rows left out (read at every call):
+ * FLASHCL_SOFTMAX_NO_COOP=1 on OpenCL, where forced SPLIT_ROW takes the cooperative kernel on
+ * GPUs whenever a row fits, so this is what reaches the ordered split at every size there (CPUs,
+ * which have no cooperative kernel, run the ordered split both times);
+ * FLASHCL_CUDA_SOFTMAX_SPLIT_HELD=0 on CUDA, which brings back the staged, resident and
+ * two-kernel splits. */
+static void test_split_row_without_cooperative(void **state)
 {
     (void)state;
     setenv("FLASHCL_SOFTMAX_NO_COOP", "1", 1);
+    setenv("FLASHCL_CUDA_SOFTMAX_SPLIT_HELD", "0", 1);
     run_variant(FLASHCL_SOFTMAX_SPLIT_ROW);
     unsetenv("FLASHCL_SOFTMAX_NO_COOP");
+    unsetenv("FLASHCL_CUDA_SOFTMAX_SPLIT_HELD");
 }
 
 /* Many rows through the variants meant for few long rows, and the reverse. */
@@ -142,7 +146,7 @@ int main(void)
         cmocka_unit_test(test_row_in_registers),
         cmocka_unit_test(test_online_chunked),
         cmocka_unit_test(test_split_row),
-        cmocka_unit_test(test_split_row_ordered),
+        cmocka_unit_test(test_split_row_without_cooperative),
         cmocka_unit_test(test_unusual_shapes),
         cmocka_unit_test(test_legacy_choices),
     };

@@ -18,9 +18,9 @@
  *   split-held        (cuda/softmax_split_held.cuh) slices of 8192 columns, one per 256-thread
  *                     block, in registers; a plain grid of rows * slices blocks, each taking its
  *                     (row, slice) by ticket in the order blocks start, exchanging (max, sum)
- *                     like the resident split: one read, one write, no lock-step rounds. f32
- *                     rows past 32768 columns and 16-bit rows past 8192, as long as a row's
- *                     slices all fit on the device at once (~4.3M columns on an H100).
+ *                     like the resident split: one read, one write, no lock-step rounds. Rows
+ *                     past 32768 columns, as long as a row takes at most one slice per SM
+ *                     (~1.08M columns on an H100).
  * Forced SPLIT_ROW takes the split-held kernel where it fits, else the staged kernel with two
  * chunks or more where it fits, else the resident split, else the two-kernel split.
  *
@@ -181,10 +181,14 @@ static staged_plan plan_staged(const fc_cuda_context *ctx, const fc_softmax_desc
 
 /* Slices per row for the split-held kernel, or 0 when it cannot take the shape: a row's slices
  * must all be running at once (the blocks of a row wait for one another; see the kernel's
- * comment), so at most as many as the device holds, and the kernel counts tickets in int. */
+ * comment), and the kernel counts tickets in int. The cap is one slice per SM, not all the
+ * device holds (blocks per SM x SMs): launches that run at the same time (two contexts' streams,
+ * MPS clients) each need their newest row's slices resident, so with one per SM as many
+ * launches as blocks fit on an SM (4) still finish. The same bound as the OpenCL cooperative
+ * split row. */
 static int64_t plan_split_held(const fc_cuda_context *ctx, const fc_softmax_desc *d) {
     const int64_t cap =
-        (int64_t)ctx->kernels.softmax_split_held_blocks_per_sm[d->x_dtype] * ctx->sm_count;
+        ctx->kernels.softmax_split_held_blocks_per_sm[d->x_dtype] > 0 ? ctx->sm_count : 0;
     const int64_t slices = (int64_t)ceil_div((uint64_t)d->cols, (uint64_t)FC_SPLIT_HELD_SLICE);
     if (slices > cap || d->rows * slices >= ((int64_t)1 << 31)) return 0;
     return slices;
@@ -210,11 +214,11 @@ static plan_kind choose_legacy(const fc_cuda_context *ctx, const fc_softmax_desc
     return d->rows >= 2 * (int64_t)ctx->sm_count ? PLAN_CHUNKED : PLAN_SPLIT;
 }
 
-/* AUTO. First the split-held kernel, not yet measured (the hypothesis: several blocks per SM
- * without lock-step rounds overlap one block's exchange with the others' traffic), for f32 rows
- * past the register kernels' 32768 columns (f32 rows of 32768 reach 99% of copy bandwidth in
- * registers) and 16-bit rows past one slice (16-bit rows of 32768 measured 77.5% in b1024x32),
- * where a row's slices fit on the device at once. Else, as measured on an H100 (2026-11-22,
+/* AUTO. First the split-held kernel for rows past the register kernels' 32768 columns, where a
+ * row takes at most one slice per SM (H100, 2026-11-22, against the plans before it:
+ * 1024x131072 f32 0.395 ms against 0.467, f16 0.250 against 0.318; 64x1048576 f32 0.214 against
+ * 0.313, f16 0.138 against 0.164; 16-bit rows of 32768 measured slower split, 0.248 against 0.235
+ * in b1024x32, so they stay in the register kernels). Else, as measured on an H100 (2026-11-22,
  * bench/results/): the legacy choice, except that 16-bit rows longer than the register kernels
  * hold take the staged kernel when a row needs at most 32 chunks (1024x131072: 57% of copy
  * bandwidth against 50%, 64x1048576: 56% against 44%). With more chunks per row (8x8388608) and
@@ -222,8 +226,7 @@ static plan_kind choose_legacy(const fc_cuda_context *ctx, const fc_softmax_desc
  * staged kernel measured slower. */
 static plan_kind choose(const fc_cuda_context *ctx, const fc_softmax_desc *d, int x_vec_ok,
                         staged_plan *staged, int64_t *slices) {
-    const int64_t held_from = d->x_dtype == FLASHCL_F32 ? FC_ROWS_MAX_COLS : FC_SPLIT_HELD_SLICE;
-    if (d->cols > held_from && split_held_enabled()) {
+    if (d->cols > FC_ROWS_MAX_COLS && split_held_enabled()) {
         *slices = plan_split_held(ctx, d);
         if (*slices > 0) return PLAN_SPLIT_HELD;
     }
@@ -379,7 +382,7 @@ static flashcl_status run_staged(fc_cuda_context *ctx, const fc_softmax_desc *d,
 
 /* The split-held kernel: rows * slices blocks, whose row and slice come from their tickets (not
  * their block index), after the arrival counters and the ticket counter are zeroed. A plain
- * launch: plan_split_held keeps a row's slices within what the device holds at once. */
+ * launch: plan_split_held keeps a row's slices within one per SM. */
 static flashcl_status run_split_held(fc_cuda_context *ctx, const fc_softmax_desc *d,
                                      fc_softmax_args *a, int64_t slices) {
     flashcl_status st = exchange_scratch(ctx, d, a, slices, (uint64_t)d->rows + 1);
@@ -406,10 +409,9 @@ static void trace_plan(const fc_cuda_context *ctx, const fc_softmax_desc *d, pla
                 (long long)staged->chunks, (long long)staged->chunk_cols,
                 (long long)staged->held_cols, staged->buffers, (long long)staged->rows_per_grid);
     if (plan == PLAN_SPLIT_HELD)
-        fprintf(stderr, " slices %lld of %lld columns (the device holds %lld at once)",
-                (long long)slices, (long long)FC_SPLIT_HELD_SLICE,
-                (long long)ctx->kernels.softmax_split_held_blocks_per_sm[d->x_dtype] *
-                    ctx->sm_count);
+        fprintf(stderr, " slices %lld of %lld columns (%d blocks per SM fit)", (long long)slices,
+                (long long)FC_SPLIT_HELD_SLICE,
+                ctx->kernels.softmax_split_held_blocks_per_sm[d->x_dtype]);
     fputc('\n', stderr);
 }
 
