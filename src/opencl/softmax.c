@@ -119,13 +119,19 @@ void fc_cl_softmax_options(const fc_cl_device *dev, int part, char *out, size_t 
                                             "FC_SG_NV_PTX"};
     fc_softmax_tuning t;
     fc_softmax_tune(dev, &t);
+    /* NVIDIA: the f32 program's kernels capped at 64 registers (more work-groups per SM). H100,
+     * 2026-11-22: 64x1M f32 81% of copy bandwidth against 71% (the cooperative split row at 128
+     * slices), others within 1.2 points; the 16-bit programs measured slower capped (16384x1024
+     * f16 72% against 82%), so they keep the compiler's choice. */
+    const char *extra =
+        t.sg == FC_SG_NV_PTX && part == FC_PART_F32 ? "-cl-nv-maxrregcount=64 " : "";
     snprintf(out, out_size,
-             "%s -D%s -DFC_SG_SIZE=%d -DFC_MAX_WG=%zu -DFC_RIR_CHUNKS=%u "
+             "%s%s -D%s -DFC_SG_SIZE=%d -DFC_MAX_WG=%zu -DFC_RIR_CHUNKS=%u "
              "-DFC_STREAM_UNROLL=%u -DFC_COOP=%d -DFC_COOP_ELEMS=%u "
              "-DFC_HALF_IMPL=%u -DFC_FAST_EXP=%d -DFC_NV_SLEEP=%d -DFC_ORDERED=%d "
              "-DFC_STREAM_STORES=%d -DFC_NV_CVT2=%d -DFC_DTYPES=%d",
-             t.cl_std, sg_define[t.sg], t.sg_size, t.max_wg, t.rir_chunks, t.stream_unroll, t.coop,
-             t.coop_elems, t.half_impl, t.fast_exp, t.nv_sleep, t.ordered,
+             extra, t.cl_std, sg_define[t.sg], t.sg_size, t.max_wg, t.rir_chunks, t.stream_unroll,
+             t.coop, t.coop_elems, t.half_impl, t.fast_exp, t.nv_sleep, t.ordered,
              t.stream_stores, t.nv_cvt2,
              part == FC_PART_ALL_DTYPES ? 7 : 1 << part);
 }
