@@ -453,6 +453,25 @@ FC_INLINE float2 fc_md_unpack(ulong w)
     return (float2)(as_float((uint)(w >> 32)), as_float((uint)w));
 }
 
+#if FC_COOP || FC_ORDERED
+#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
+
+/* The nonzero value of a word another work-group publishes, once it is there (both split-row
+ * kernels publish only nonzero words); with FC_NV_SLEEP, `pause_ns` between polls. */
+FC_INLINE ulong fc_wait_word(volatile __global ulong *word, uint pause_ns)
+{
+    ulong w;
+    while ((w = atom_add(word, (ulong)0)) == 0) {
+#if FC_NV_SLEEP
+        FC_ASM volatile("nanosleep.u32 %0;" : : "r"(pause_ns));
+#else
+        (void)pause_ns;
+#endif
+    }
+    return w;
+}
+#endif
+
 #if FC_COOP
 /* ---- cooperative split row (GPUs with 64-bit global atomics) -------------------------------
  * A row too long for one work-group is cut into `slices` slices of at most
@@ -469,16 +488,14 @@ FC_INLINE float2 fc_md_unpack(ulong w)
  * waiting for groups that have not started, and they start as soon as finished groups free
  * room. That needs room for `slices` groups at once: the host keeps slices <= compute units and
  * enables this only on GPUs whose resident work-groups run independently (NVIDIA, AMD). Small
- * groups (256 work-items) let several share a compute unit, so one group's wait overlaps
- * another's loads.
+ * groups (from 128 work-items, softmax_plan.c) let several share a compute unit, so one group's
+ * wait overlaps another's loads.
  *
  * state[0] is the ticket counter, state[1 + r * slices + s] the published (m, d) of slice s of
  * row r (fc_md_pack), state[1 + rows * slices + r] the number of row r's slices published; the
  * host zeroes them before each launch. 0 is never a published value:
  * m = +0 means d >= 1. Everything exchanged between groups goes through atomics, so no ordering
  * between different words is relied on. */
-#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
-
 /* Rows of more slices than this wait on an arrival count (see below). */
 #define FC_COOP_POLL_SLOTS 32
 /* Floats each work-item holds (for 16-bit input, 64 measured slower on an H100: 59% of copy
@@ -534,15 +551,8 @@ FC_INLINE void fc_split_row_cooperative(const int xdt, const int ydt, const __gl
             barrier(CLK_LOCAL_MEM_FENCE);
         }
         md = (float2)(-INFINITY, 0.0f);
-        for (uint i = lid; i < slices; i += width) {
-            ulong w;
-            while ((w = atom_add(&row_slots[i], (ulong)0)) == 0) {
-#if FC_NV_SLEEP
-                FC_ASM volatile("nanosleep.u32 200;");
-#endif
-            }
-            md = fc_md_merge(md, fc_md_unpack(w));
-        }
+        for (uint i = lid; i < slices; i += width)
+            md = fc_md_merge(md, fc_md_unpack(fc_wait_word(&row_slots[i], 200)));
         md = fc_team_merge(md, width, scratch);
     }
     /* A slice of only -inf holds zeros: its factor must be 0, not e^(0 - M), which may be inf.

@@ -36,8 +36,7 @@
 #define FC_ORDERED 0
 #endif
 
-#if FC_ORDERED
-#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
+#if FC_ORDERED /* 64-bit atomics and fc_wait_word: softmax.cl */
 
 /* The item of ticket t, as (index, normalise?) over `total` partial and `total` normalise
  * items (see the order above). */
@@ -54,18 +53,6 @@ FC_INLINE ulong fc_ordered_item(ulong t, ulong total, ulong lag, int *normalize)
     }
     *normalize = 1;
     return total - lag + (q - paired);
-}
-
-/* The nonzero value of a word another work-group publishes, once it is there. */
-FC_INLINE ulong fc_wait_word(volatile __global ulong *word)
-{
-    ulong w;
-    while ((w = atom_add(word, (ulong)0)) == 0) {
-#if FC_NV_SLEEP
-        FC_ASM volatile("nanosleep.u32 100;");
-#endif
-    }
-    return w;
 }
 
 FC_INLINE void fc_split_row_ordered(const int xdt, const int ydt, const __global void *x,
@@ -103,14 +90,14 @@ FC_INLINE void fc_split_row_ordered(const int xdt, const int ydt, const __global
         /* The row's first normalise item merges its partials: lane i takes slices i, i + width,
          * ... in order, waiting for each to be published; then it publishes the row's (m, d). */
         for (uint i = lid; i < slices; i += width)
-            md = fc_md_merge(md, fc_md_unpack(fc_wait_word(&row_slots[i])));
+            md = fc_md_merge(md, fc_md_unpack(fc_wait_word(&row_slots[i], 100)));
         md = fc_team_merge(md, width, scratch);
         if (lid == 0)
             atom_xchg(row_word, fc_md_pack(md));
     } else {
         /* The others wait for that one (an earlier ticket): one word to poll, not `slices`. */
         if (lid == 0)
-            *row_md = fc_wait_word(row_word);
+            *row_md = fc_wait_word(row_word, 100);
         barrier(CLK_LOCAL_MEM_FENCE);
         md = fc_md_unpack(*row_md);
     }

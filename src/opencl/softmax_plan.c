@@ -259,6 +259,5 @@ flashcl_status fc_softmax_choose_plan(const fc_cl_context *ctx, const fc_softmax
         fc_plan_ordered(p, k, desc->x_dtype, rows, cols);
         return FLASHCL_SUCCESS;
     }
-    memset(p, 0, sizeof *p);
     return fc_choose_legacy(ctx, desc, p);
 }
