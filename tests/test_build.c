@@ -101,22 +101,10 @@ static void test_works_after_failures(void **state)
 int main(void)
 {
     flashcl_context *probe = NULL;
-    flashcl_status st = open_opencl(&probe); /* also fills the cache for the others */
-    tu_skip_if_no_device(st);
-    if (st != FLASHCL_SUCCESS) {
-        fprintf(stderr, "FAIL: flashcl_context_create: %s: %s\n", flashcl_status_string(st),
-                flashcl_last_error());
-        return 1;
-    }
-    flashcl_device_info dev;
-    assert_int_equal(flashcl_context_device(probe, &dev), FLASHCL_SUCCESS);
-    flashcl_context_destroy(probe);
-    if (dev.backend != FLASHCL_BACKEND_OPENCL) { /* FLASHCL_BACKEND overrides the options */
-        printf("SKIP: FLASHCL_BACKEND puts the context on the %s backend, whose kernels are "
-               "compiled ahead of time (no program builds); unset it or use opencl\n",
-               dev.backend == FLASHCL_BACKEND_CUDA ? "CUDA" : "non-OpenCL");
+    const flashcl_status st = open_opencl(&probe); /* also fills the cache for the others */
+    /* FLASHCL_BACKEND overrides the options */
+    if (!tu_probe_is_opencl(st, probe, "no program builds; FLASHCL_BACKEND=opencl tests them"))
         return 77;
-    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_thread_counts),
         cmocka_unit_test(test_failure_reaches_the_caller),

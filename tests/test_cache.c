@@ -439,20 +439,8 @@ int main(void)
     unsetenv("FLASHCL_CACHE_DIR");
     /* skip cleanly without a device (cache off for this probe) */
     flashcl_context *probe = NULL;
-    flashcl_status st = tu_context_create("", &probe);
-    tu_skip_if_no_device(st);
-    if (st != FLASHCL_SUCCESS) {
-        fprintf(stderr, "FAIL: flashcl_context_create: %s: %s\n", flashcl_status_string(st),
-                flashcl_last_error());
-        return 1;
-    }
-    flashcl_device_info probe_dev;
-    assert_int_equal(flashcl_context_device(probe, &probe_dev), FLASHCL_SUCCESS);
-    flashcl_context_destroy(probe);
-    if (probe_dev.backend != FLASHCL_BACKEND_OPENCL) {
-        printf("SKIP: the context is on the %s backend, whose kernels are compiled ahead of time "
-               "(no kernel cache); FLASHCL_BACKEND=opencl tests the cache\n",
-               probe_dev.backend == FLASHCL_BACKEND_CUDA ? "CUDA" : "non-OpenCL");
+    const flashcl_status st = tu_context_create("", &probe);
+    if (!tu_probe_is_opencl(st, probe, "no kernel cache; FLASHCL_BACKEND=opencl tests the cache")) {
         tu_remove_tree(g_home);
         free(g_home);
         return 77;

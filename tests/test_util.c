@@ -102,6 +102,30 @@ void tu_skip_if_no_device(flashcl_status st)
     }
 }
 
+int tu_probe_is_opencl(flashcl_status st, flashcl_context *probe, const char *what_is_missing)
+{
+    flashcl_device_info dev;
+    tu_skip_if_no_device(st);
+    if (st != FLASHCL_SUCCESS) {
+        fprintf(stderr, "FAIL: flashcl_context_create: %s: %s\n", flashcl_status_string(st),
+                flashcl_last_error());
+        exit(1);
+    }
+    st = flashcl_context_device(probe, &dev);
+    flashcl_context_destroy(probe);
+    if (st != FLASHCL_SUCCESS) {
+        fprintf(stderr, "FAIL: flashcl_context_device: %s: %s\n", flashcl_status_string(st),
+                flashcl_last_error());
+        exit(1);
+    }
+    if (dev.backend == FLASHCL_BACKEND_OPENCL) return 1;
+    printf("SKIP: the context is on the %s backend, whose kernels are compiled ahead of time "
+           "(%s)\n",
+           dev.backend == FLASHCL_BACKEND_CUDA ? "CUDA" : "non-OpenCL", what_is_missing);
+    fflush(stdout);
+    return 0;
+}
+
 flashcl_status tu_context_create(const char *cache_dir, flashcl_context **out)
 {
     flashcl_context_options o;

@@ -51,6 +51,13 @@ flashcl_tensor tu_view2d(flashcl_buffer *b, flashcl_dtype dt, int64_t rows, int6
 /* Exits with 77 after printing the reason when `st` is FLASHCL_DEVICE_NOT_FOUND. */
 void tu_skip_if_no_device(flashcl_status st);
 
+/* For a probe context that only decides whether a test about OpenCL programs can run: `st` is
+ * the probe's creation status (no device: skip and exit 77 as tu_skip_if_no_device; another
+ * failure: print it and exit 1). Destroys the probe. Returns 1 on the OpenCL backend; otherwise
+ * prints "SKIP: the context is on the <backend> backend, whose kernels are compiled ahead of
+ * time (<what_is_missing>)" and returns 0: the caller cleans up and exits with 77. */
+int tu_probe_is_opencl(flashcl_status st, flashcl_context *probe, const char *what_is_missing);
+
 /* Turns cmocka's failure count into an exit status that is never 77. */
 int tu_exit_code(int failures);
 
