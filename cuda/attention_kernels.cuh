@@ -63,7 +63,7 @@ FC_ATTENTION_SIMT_CONFIGS(FC_ATTENTION_SIMT_KERNEL)
 #define FC_ATTENTION_MERGE_KERNEL(dt_name, DT)                                                  \
     extern "C" __global__ void __launch_bounds__(FC_MERGE_THREADS)                              \
         fc_attention_merge_##dt_name(fc_merge_args a) {                                         \
-        attention_merge<DT, FC_MERGE_MAX_HEAD_DIM / 32>(a);                                                                 \
+        attention_merge<DT>(a);                                                                 \
     }
 FC_ATTENTION_MERGE_KERNEL(f32, FC_F32)
 FC_ATTENTION_MERGE_KERNEL(f16, FC_F16)

@@ -111,7 +111,6 @@ typedef struct fc_merge_args {
 #define FC_ATTENTION_SIMT_ROWS 16
 #define FC_ATTENTION_SIMT_KEYS 32
 
-#define FC_MERGE_THREADS 128      /* one block per output row */
-#define FC_MERGE_MAX_HEAD_DIM 256 /* what the merge kernel's lanes hold: 8 dims each */
+#define FC_MERGE_THREADS 256 /* a block per (output row, 32 dims) */
 
 #endif

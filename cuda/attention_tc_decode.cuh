@@ -43,6 +43,15 @@ __device__ void attention_tc_decode(const fc_attention_args &a) {
         cp_async_commit(); /* empty groups keep every thread's count aligned with i */
     };
 
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    /* Launched as a programmatic dependent (src/cuda/attention.c): wait for the kernel before
+     * it (which may have written q, k or v, or still read o); then let the split-KV merge be
+     * scheduled -- it waits for this grid's results itself. Without splits the next kernel
+     * would be the next call's decode kernel, let in only as this one ends (early, its blocks
+     * would crowd onto the SMs this grid leaves room on). */
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    if (a.splits > 1) asm volatile("griddepcontrol.launch_dependents;");
+#endif
     load_tile<ROWS, DP, THREADS>(q_tile, (int)a.head_dim, reinterpret_cast<const char *>(a.q), q_row, threadIdx.x);
     cp_async_commit();
 #pragma unroll

@@ -14,6 +14,7 @@ _Static_assert(sizeof(fc_merge_part) == FC_MERGE_PART_BYTES, "merge part layout"
 _Static_assert(sizeof(fc_merge_args) == FC_MERGE_ARGS_BYTES, "merge args layout");
 
 #define FC_MAX_SPLITS 64
+#define FC_MAX_FORCED_SPLITS 1024 /* FLASHCL_CUDA_ATTENTION_SPLITS, for measurements */
 
 static size_t dtype_bytes(flashcl_dtype dt) { return dt == FLASHCL_F32 ? 4 : 2; }
 static uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
@@ -48,6 +49,46 @@ static flashcl_status launch(fc_cuda_context *ctx, CUfunction f, uint64_t gx, un
     return FLASHCL_SUCCESS;
 }
 
+/* Launches a kernel as a programmatic dependent of the kernel queued before it on the stream
+ * (kernels.programmatic_launch: compute capability 9.0+, code compiled for compute_90 or later,
+ * a driver with cuLaunchKernelEx): its blocks may be scheduled once every block of that kernel
+ * has reached griddepcontrol.launch_dependents (or ended), and each waits in
+ * griddepcontrol.wait, before touching memory, until that kernel has finished and its writes are
+ * visible -- the same order as an ordinary launch, without the gap between the two
+ * kernels. Only kernels that begin with griddepcontrol.wait may be launched this way: the split-KV
+ * merge (behind the forward kernel) and the decode kernel (behind the previous call's merge, or
+ * whatever the caller queued). Elsewhere, or with FLASHCL_CUDA_NO_PDL=1 (for comparisons), an
+ * ordinary launch. On an H100 (2026-11-22, f16) it took B1 Hkv4 Sk65536 decode from 0.0586 to
+ * 0.0553 ms and B8 Hkv8 Sk8192 from 0.1051 to 0.1000. */
+static flashcl_status launch_dependent(fc_cuda_context *ctx, CUfunction f, uint64_t gx,
+                                       unsigned gy, unsigned threads, unsigned smem, void *args,
+                                       const char *what) {
+    CUlaunchConfig config;
+    CUlaunchAttribute attribute;
+    void *params[1];
+    CUresult r;
+    if (!ctx->kernels.programmatic_launch || gx > 0x7fffffffu || fc_env_flag("FLASHCL_CUDA_NO_PDL"))
+        return launch(ctx, f, gx, gy, threads, smem, args, what);
+    memset(&config, 0, sizeof config);
+    memset(&attribute, 0, sizeof attribute);
+    attribute.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attribute.value.programmaticStreamSerializationAllowed = 1;
+    config.gridDimX = (unsigned)gx, config.gridDimY = gy, config.gridDimZ = 1;
+    config.blockDimX = threads, config.blockDimY = 1, config.blockDimZ = 1;
+    config.sharedMemBytes = smem;
+    config.hStream = ctx->stream;
+    config.attrs = &attribute;
+    config.numAttrs = 1;
+    params[0] = args;
+    r = fc_cu()->LaunchKernelEx(&config, f, params, NULL);
+    if (r != CUDA_SUCCESS)
+        return fc_fail(r == CUDA_ERROR_OUT_OF_MEMORY ? FLASHCL_OUT_OF_MEMORY : FLASHCL_BACKEND_ERROR,
+                       "cuLaunchKernelEx(%s, %llu x %u blocks of %u, programmatic dependent) "
+                       "failed: %s (%d)", what, (unsigned long long)gx, gy, threads,
+                       fc_cu_error_name(r), (int)r);
+    return FLASHCL_SUCCESS;
+}
+
 /* Merges `parts` split-KV partials that the forward kernel left in scratch (f32, regular layout)
  * into the caller's o and lse. */
 static flashcl_status merge_splits(fc_cuda_context *ctx, const fc_attention_args *a,
@@ -64,9 +105,10 @@ static flashcl_status merge_splits(fc_cuda_context *ctx, const fc_attention_args
     m.parts = a->splits;
     m.part_dtype = FLASHCL_F32;
     m.o_dtype = (int32_t)d->dtype;
-    return launch(ctx, ctx->kernels.attention_merge[FLASHCL_F32],
-                  (uint64_t)(d->batch * d->seqlen_q * d->heads_q),
-                  1, FC_MERGE_THREADS, 0, &m, "split-KV merge");
+    return launch_dependent(ctx, ctx->kernels.attention_merge[FLASHCL_F32],
+                            (uint64_t)(d->batch * d->seqlen_q * d->heads_q),
+                            (unsigned)ceil_div((uint64_t)d->head_dim, 32), FC_MERGE_THREADS, 0,
+                            &m, "split-KV merge");
 }
 
 /* The first usable kernel of a set whose head-dim pad covers head_dim, or NULL; the one named
@@ -114,6 +156,7 @@ static const fc_cuda_attention_kernel *choose_kernel(const fc_cuda_context *ctx,
     const char *forced = getenv("FLASHCL_CUDA_ATTENTION_CONFIG");
     const int force_wgmma = forces_wgmma(forced);
     *decode = 0;
+    if (forced && !*forced) forced = NULL; /* set but empty: nothing forced */
     if (d->dtype != FLASHCL_F32 && d->head_dim % 8 == 0 &&
         rows_16b_aligned(a->q, a->q_strides, bytes) && rows_16b_aligned(a->k, a->k_strides, bytes) &&
         rows_16b_aligned(a->v, a->v_strides, bytes) && rows_16b_aligned(a->o, a->o_strides, bytes)) {
@@ -180,15 +223,28 @@ flashcl_status fc_cuda_attention_forward(void *opaque, const fc_attention_desc *
 
     /* Split the keys when the (row block, batch, kv head) blocks would leave SMs idle: decode
      * shapes (Sq <= 16) and long keys. Each split gives every warp that walks keys on its own
-     * (the decode kernel's 4) at least two key blocks. */
+     * (the decode kernel's 4) at least two key blocks. The decode kernel takes as many splits
+     * as give every SM at most one block: on an H100 (2026-11-22, f16, D 128) B1 Hkv4 Sk65536 ran
+     * in 52.1 us with 33 splits (132 blocks) against 53.0 with 66 and 55.8 with 48, and B8 Hkv8
+     * Sk8192 in 95.3 us with 2 (128 blocks) against 104.0 with 3 (192: some SMs get two). */
     row_blocks = ceil_div((uint64_t)(d->seqlen_q * a.group), (uint64_t)kernel->rows);
     blocks = row_blocks * (uint64_t)(d->batch * d->heads_kv);
     min_split_keys = 2 * (uint64_t)kernel->keys * (decode ? FC_ATTENTION_TC_WARPS : 1);
     if (blocks < 2 * (uint64_t)ctx->sm_count && (uint64_t)d->seqlen_k > min_split_keys) {
         uint64_t most = ceil_div((uint64_t)d->seqlen_k, min_split_keys);
-        splits = ceil_div(2 * (uint64_t)ctx->sm_count, blocks);
+        splits = decode ? (uint64_t)ctx->sm_count / blocks
+                        : ceil_div(2 * (uint64_t)ctx->sm_count, blocks);
+        if (splits < 1) splits = 1;
         if (splits > most) splits = most;
         if (splits > FC_MAX_SPLITS) splits = FC_MAX_SPLITS;
+    }
+    {
+        /* A forced split count (FLASHCL_CUDA_ATTENTION_SPLITS, for A/B measurements). */
+        const char *v = getenv("FLASHCL_CUDA_ATTENTION_SPLITS");
+        const long forced_splits = v && *v ? strtol(v, NULL, 10) : 0;
+        if (forced_splits > 0)
+            splits = forced_splits > FC_MAX_FORCED_SPLITS ? FC_MAX_FORCED_SPLITS
+                                                          : (uint64_t)forced_splits;
     }
     keys_per_split = ceil_div(ceil_div((uint64_t)d->seqlen_k, splits), (uint64_t)kernel->keys) *
                      (uint64_t)kernel->keys;
@@ -206,8 +262,9 @@ flashcl_status fc_cuda_attention_forward(void *opaque, const fc_attention_desc *
         a.lse_part = scratch + rows_total * (uint64_t)d->head_dim * 4;
     }
     if (st == FLASHCL_SUCCESS)
-        st = launch(ctx, kernel->function, blocks, (unsigned)splits, (unsigned)kernel->threads,
-                    kernel->smem_bytes, &a, decode ? "attention decode" : "attention forward");
+        st = (decode ? launch_dependent : launch)(ctx, kernel->function, blocks, (unsigned)splits,
+                                                  (unsigned)kernel->threads, kernel->smem_bytes,
+                                                  &a, decode ? "attention decode" : "attention forward");
     if (st == FLASHCL_SUCCESS && splits > 1) st = merge_splits(ctx, &a, d);
     mtx_unlock(&ctx->lock);
     fc_cuda_leave(ctx);
@@ -223,11 +280,6 @@ flashcl_status fc_cuda_attention_merge(void *opaque, const fc_attention_merge_de
     CUresult r;
     flashcl_status st;
     size_t p;
-    if (d->head_dim > FC_MERGE_MAX_HEAD_DIM) {
-        free(parts);
-        return fc_fail(FLASHCL_UNSUPPORTED, "attention merge: head_dim %lld is over the CUDA "
-                       "merge kernel's %d", (long long)d->head_dim, FC_MERGE_MAX_HEAD_DIM);
-    }
     if (!parts) return fc_fail(FLASHCL_OUT_OF_MEMORY, "out of host memory");
     for (p = 0; p < d->parts; p++) {
         parts[p].o = device_address(d->o_part_mems[p], d->o_part_offsets[p]);
@@ -262,7 +314,8 @@ flashcl_status fc_cuda_attention_merge(void *opaque, const fc_attention_merge_de
         m.part_descs = scratch;
         st = launch(ctx, ctx->kernels.attention_merge[d->o_part_dtype],
                     (uint64_t)(d->batch * d->seqlen_q * d->heads),
-                    1, FC_MERGE_THREADS, 0, &m, "attention merge");
+                    (unsigned)ceil_div((uint64_t)d->head_dim, 32), FC_MERGE_THREADS, 0, &m,
+                    "attention merge");
     }
     mtx_unlock(&ctx->lock);
     fc_cuda_leave(ctx);

@@ -81,6 +81,10 @@ typedef struct fc_cuda_kernels {
     fc_cuda_attention_kernel attention_wgmma[FC_WGMMA_CONFIG_COUNT][2]; /* usable on cc 9.0 only */
     fc_cuda_attention_kernel attention_simt[FC_SIMT_CONFIG_COUNT][FC_CUDA_DTYPES];
     CUfunction attention_merge[FC_CUDA_DTYPES];                       /* by the parts' dtype */
+    /* Whether the decode and merge kernels may be launched as programmatic dependents: the
+     * driver has cuLaunchKernelEx and the loaded image was compiled for compute_90 or later, so
+     * that those kernels begin with griddepcontrol.wait (src/cuda/attention.c). */
+    int programmatic_launch;
 } fc_cuda_kernels;
 
 /* A buffer: device memory flashcl allocated, or caller memory it only refers to. */

@@ -45,6 +45,11 @@ static void load_driver(void) {
     }
     FC_CU_REQUIRED(FC_CU_RESOLVE_)
 #undef FC_CU_RESOLVE_
+#define FC_CU_RESOLVE_OPTIONAL_(member, symbol, params)                                        \
+    if (!resolve(library, symbol, &fc_cu_table.member, sizeof fc_cu_table.member))             \
+        fc_cu_table.member = NULL;
+    FC_CU_OPTIONAL(FC_CU_RESOLVE_OPTIONAL_)
+#undef FC_CU_RESOLVE_OPTIONAL_
     result = fc_cu_table.Init(0);
     if (result != CUDA_SUCCESS) {
         const char *name = NULL;

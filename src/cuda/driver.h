@@ -50,6 +50,8 @@
     X(ModuleUnload, "cuModuleUnload", (CUmodule module))                                       \
     X(ModuleGetFunction, "cuModuleGetFunction",                                                \
       (CUfunction * function, CUmodule module, const char *name))                              \
+    X(FuncGetAttribute, "cuFuncGetAttribute",                                                  \
+      (int *value, CUfunction_attribute attribute, CUfunction function))                       \
     X(FuncSetAttribute, "cuFuncSetAttribute",                                                  \
       (CUfunction function, CUfunction_attribute attribute, int value))                        \
     X(OccupancyMaxActiveBlocksPerMultiprocessor, "cuOccupancyMaxActiveBlocksPerMultiprocessor", \
@@ -63,10 +65,17 @@
        unsigned int block_x, unsigned int block_y, unsigned int block_z,                       \
        unsigned int dynamic_smem, CUstream stream, void **params))
 
+/* Entry points flashcl uses when the driver has them and does without otherwise (NULL then):
+ * cuLaunchKernelEx (CUDA 12.0) launches the split-KV merge as a programmatic dependent. */
+#define FC_CU_OPTIONAL(X)                                                                      \
+    X(LaunchKernelEx, "cuLaunchKernelEx",                                                      \
+      (const CUlaunchConfig *config, CUfunction function, void **params, void **extra))
+
 /* The loaded entry points: fc_cu()->MemAlloc(&p, n) reads like the driver call it makes. */
 typedef struct fc_cu_api {
 #define FC_CU_MEMBER_(member, symbol, params) CUresult (*member) params;
     FC_CU_REQUIRED(FC_CU_MEMBER_)
+    FC_CU_OPTIONAL(FC_CU_MEMBER_)
 #undef FC_CU_MEMBER_
 } fc_cu_api;
 

@@ -214,6 +214,17 @@ static flashcl_status get_attention_kernels(fc_cuda_context *ctx) {
         snprintf(name, sizeof name, "fc_attention_merge_%s", fc_dtype_suffix[dt]);
         st = get_function(ctx, &k->attention_merge[dt], name);
     }
+    if (st == FLASHCL_SUCCESS) {
+        /* The PTX version the loaded code came from (90 for the sm_90a cubin and the compute_90
+         * PTX; 80 where a build with other FLASHCL_CUDA_ARCHS / _PTX gave sm_80 code to this
+         * device): below 90 the kernels have no griddepcontrol.wait. */
+        int ptx = 0;
+        k->programmatic_launch =
+            fc_cu()->LaunchKernelEx != NULL && ctx->cc_major >= 9 &&
+            fc_cu()->FuncGetAttribute(&ptx, CU_FUNC_ATTRIBUTE_PTX_VERSION,
+                                      k->attention_merge[FLASHCL_F32]) == CUDA_SUCCESS &&
+            ptx >= 90;
+    }
     return st;
 }
 
