@@ -6,8 +6,8 @@
  * m = max s, d = sum exp(s - m) in f32, y = exp(s - m) / d or (s - m) - log d. Special values
  * need no branches: fmaxf ignores NaN but exp(NaN - m) makes d NaN; +inf makes m = +inf and
  * exp(inf - inf) = NaN; an all -inf row has d = 0 so 0 * (1/0) and -inf + inf are NaN; a -inf
- * entry of an ordinary row gives exp(-inf) = 0 and log -inf. expf (not __expf) keeps the error
- * of each term near 1 ulp, within the tests' 1e-5 relative tolerance even for |s - m| ~ 80.
+ * entry of an ordinary row gives exp(-inf) = 0 and log -inf. The per-element exp is
+ * softmax_exp: expf for f32 inputs, ex2.approx for 16-bit ones (see there).
  *
  * Layout of a row slice in registers: thread t of a group of G threads owns NV vectors of VEC
  * consecutive columns; vector k starts at column origin + (k * G + t) * VEC, so one load
@@ -99,24 +99,41 @@ template <int G> FC_DEVICE float group_sum(float v, float *slots) {
     else return block_sum<G>(v, slots);
 }
 
+/* exp(x) of the per-element terms (x = s - m <= 0, or NaN), by the input dtype DT. f32 inputs:
+ * expf, within ~1 ulp. 16-bit inputs: ex2.approx(x * log2 e), 2 instructions against expf's ~8;
+ * the rounding of x * log2 e costs at most 2.6e-6 relative at |x| = 80 (below the tests' 1e-5,
+ * and far below what the 16-bit inputs carry). There the instructions were the limit: 16-bit
+ * 4096 x 32768 rows went from 77% to 90-91% of copy bandwidth (H100, 2026-11-22), while f32,
+ * twice the bytes per value, stays memory bound either way. -inf gives +0, NaN NaN, 0 exactly 1;
+ * results below 2^-126 are kept (no .ftz). */
+template <int DT> FC_DEVICE float softmax_exp(float x) {
+    if constexpr (DT == FC_F32) {
+        return expf(x);
+    } else {
+        float r;
+        asm("ex2.approx.f32 %0, %1;" : "=f"(r) : "f"(x * 1.4426950408889634f));
+        return r;
+    }
+}
+
 /* This thread's sum of exp(v - s) in a fixed order. Softmax replaces v by the exponentials
  * (they are the numerators); log-softmax keeps v (it needs s - m later). */
-template <int N> FC_DEVICE float thread_exp_sum(float *v, float s, bool log) {
+template <int DT, int N> FC_DEVICE float thread_exp_sum(float *v, float s, bool log) {
     float d = 0.0f;
     if (!log) {
 #pragma unroll
-        for (int i = 0; i < N; i++) v[i] = expf(v[i] - s), d += v[i];
+        for (int i = 0; i < N; i++) v[i] = softmax_exp<DT>(v[i] - s), d += v[i];
     } else {
 #pragma unroll
-        for (int i = 0; i < N; i++) d += expf(v[i] - s);
+        for (int i = 0; i < N; i++) d += softmax_exp<DT>(v[i] - s);
     }
     return d;
 }
 
 /* The same over a row slice held by a group, given the slice's max m: the group's sum. */
-template <int G, int N>
+template <int DT, int G, int N>
 FC_DEVICE float exp_and_sum(float *v, float m, bool log, float *slots) {
-    return group_sum<G>(thread_exp_sum<N>(v, subtrahend(m), log), slots);
+    return group_sum<G>(thread_exp_sum<DT, N>(v, subtrahend(m), log), slots);
 }
 
 /* Final values: softmax multiplies the exponentials by `factor` (1/d, or for a chunk of a split
@@ -151,7 +168,7 @@ __device__ void softmax_rows(const fc_softmax_args &a) {
 #pragma unroll
     for (int i = 0; i < N; i++) m = fmaxf(m, v[i]);
     m = group_max<G>(m, max_slots);
-    const float d = exp_and_sum<G, N>(v, m, log, sum_slots);
+    const float d = exp_and_sum<DT, G, N>(v, m, log, sum_slots);
     finish_values<N>(v, log, m, 1.0f / d, log ? logf(d) : 0.0f);
     store_slice<VEC, G, NV, false>(row_ptr(a.y, row, a.y_stride, a.y_dtype == FC_F32 ? 4 : 2), 0,
                                    cols, t, a.y_dtype, a.y_vec_ok, v);
@@ -255,15 +272,17 @@ __device__ void softmax_resident(const fc_softmax_args &a) {
 #pragma unroll
         for (int i = 0; i < N; i++) m = fmaxf(m, v[i]);
         m = block_max<TPB>(m, max_slots);
-        /* This chunk's sum of exp(s - m), parts first; softmax keeps the exponentials. */
+        /* This chunk's sum of exp(s - m), parts first; softmax keeps the exponentials. expf
+         * whatever the dtype (thread_exp_sum<FC_F32>): with softmax_exp's ex2 the 16-bit
+         * kernels spill at this kernel's 64-register cap (ptxas, sm_90a). */
         const float sub = subtrahend(m);
         float d = 0.0f;
         for (int p = 0; p < a.smem_parts; p++) {
             unpark<TPB, N>(parts, p, w);
-            d += thread_exp_sum<N>(w, sub, log);
+            d += thread_exp_sum<FC_F32, N>(w, sub, log);
             if (!log) park<TPB, N>(parts, p, w);
         }
-        d += thread_exp_sum<N>(v, sub, log);
+        d += thread_exp_sum<FC_F32, N>(v, sub, log);
         d = block_sum<TPB>(d, sum_slots);
         const float2 r = exchange_row_stats(partials + (item - chunk), chunk, a.chunks,
                                             counters + row, m, d, &row_stats, 100);
@@ -285,14 +304,14 @@ __device__ void softmax_resident(const fc_softmax_args &a) {
 /* ---- streaming: any row length, the row read twice ------------------------------------------- */
 
 /* One step of a thread's online (max, sum): N more values (one exp per value plus one). */
-template <int N> FC_DEVICE void online_step(float &m, float &d, const float *v) {
+template <int DT, int N> FC_DEVICE void online_step(float &m, float &d, const float *v) {
     float M = m;
 #pragma unroll
     for (int i = 0; i < N; i++) M = fmaxf(M, v[i]);
     const float s = subtrahend(M);
     float sum = 0.0f;
 #pragma unroll
-    for (int i = 0; i < N; i++) sum += expf(v[i] - s);
+    for (int i = 0; i < N; i++) sum += softmax_exp<DT>(v[i] - s);
     d = __fadd_rn(__fmul_rn(d, expf(m - s)), sum);
     m = M;
 }
@@ -307,7 +326,7 @@ FC_DEVICE void stream_stats(const char *row, int64_t c0, int64_t c1, bool vec_ok
     for (int64_t base = c0; base < c1; base += STEP) {
         float v[UV * VEC];
         load_slice<DT, TPB, UV>(row, base, c1, threadIdx.x, vec_ok, scale, v);
-        online_step<UV * VEC>(m, d, v);
+        online_step<DT, UV * VEC>(m, d, v);
     }
     block_merge<TPB>(m, d, slots);
 }
@@ -323,7 +342,8 @@ FC_DEVICE void stream_normalize(const char *x_row, char *y_row, int64_t c0, int6
         float v[UV * VEC];
         load_slice<DT, TPB, UV>(x_row, base, c1, threadIdx.x, a.x_vec_ok, a.scale, v);
 #pragma unroll
-        for (int i = 0; i < UV * VEC; i++) v[i] = a.log ? (v[i] - s) - log_d : expf(v[i] - s) * inv_d;
+        for (int i = 0; i < UV * VEC; i++)
+            v[i] = a.log ? (v[i] - s) - log_d : softmax_exp<DT>(v[i] - s) * inv_d;
         store_slice<VEC, TPB, UV, true>(y_row, base, c1, threadIdx.x, a.y_dtype, a.y_vec_ok, v);
     }
 }

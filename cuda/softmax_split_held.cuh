@@ -45,7 +45,7 @@ __device__ void softmax_split_held(const fc_softmax_args &a) {
 #pragma unroll
     for (int i = 0; i < ITEMS; i++) m = fmaxf(m, v[i]);
     m = block_max<TPB>(m, max_slots);
-    const float d = exp_and_sum<TPB, ITEMS>(v, m, log, sum_slots);
+    const float d = exp_and_sum<DT, TPB, ITEMS>(v, m, log, sum_slots);
     const float2 r = exchange_row_stats(partials + (int64_t)row * slices, slice, slices,
                                         counters + row, m, d, &row_stats, 64);
     finish_values<ITEMS>(v, log, r.x, log ? 0.0f : chunk_factor(m, r.x, r.y),

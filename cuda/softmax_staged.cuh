@@ -148,7 +148,7 @@ FC_DEVICE void staged_store_as(const fc_softmax_args &a, const staged_item &it, 
             for (int e = 0; e < VEC; e++) v[e] = (v[e] - s) - log_d;
         } else {
 #pragma unroll
-            for (int e = 0; e < VEC; e++) v[e] = expf(v[e] - s) * inv_d;
+            for (int e = 0; e < VEC; e++) v[e] = softmax_exp<DT>(v[e] - s) * inv_d;
         }
         char *p = y + (int64_t)j * VEC * Y_BYTES;
         if (vec_ok && j * VEC + VEC <= it.held) {
@@ -204,7 +204,7 @@ __device__ void softmax_staged(const fc_softmax_args &a) {
         for (int64_t c = it.origin + it.held; c < it.origin + it.valid; c += TPB * OV * VEC) {
             float v[OV * VEC];
             load_slice<DT, TPB, OV>(x_row, c, it.origin + it.valid, threadIdx.x, true, a.scale, v);
-            online_step<OV * VEC>(m, d, v);
+            online_step<DT, OV * VEC>(m, d, v);
         }
         for (int s = 0; s < FC_STAGED_SUBSTAGES; s++) {
             copy_wait(ahead + FC_STAGED_SUBSTAGES - 1 - s);
@@ -221,7 +221,7 @@ __device__ void softmax_staged(const fc_softmax_args &a) {
                         for (int e = 0; e < VEC; e++) v[u * VEC + e] = -INFINITY;
                     }
                 }
-                online_step<UV * VEC>(m, d, v);
+                online_step<DT, UV * VEC>(m, d, v);
             }
         }
         block_merge<TPB>(m, d, slots);
