@@ -75,12 +75,15 @@ job spir64 embedded "$SPIR" "-cl-std=CL2.0 -DFC_SG_KHR $common -DFC_MAX_WG=1024 
 job spir64 embedded "$INTEL" "-DFC_SG_INTEL $common -DFC_MAX_WG=1024 -DFC_COOP=0"
 # NVIDIA: inline PTX (shfl.sync, cvt). NVIDIA's driver has 64-bit atomics; clang must be told.
 nv_out=""
+nv_fast_out=""
 if "$CLANG" -x cl -cl-std=CL1.2 -target nvptx64-nvidia-nvcl -S -o /dev/null - </dev/null >/dev/null 2>&1; then
     NV="-target nvptx64-nvidia-nvcl -S -Xclang -cl-ext=+cl_khr_int64_base_atomics"
     nv_common="-DFC_SG_NV_PTX -DFC_SG_SIZE=32 -DFC_RIR_CHUNKS=4 -DFC_STREAM_UNROLL=4 -DFC_COOP_ELEMS=32 -DFC_HALF_IMPL=2 -DFC_MAX_WG=1024 -DFC_STREAM_STORES=1"
     nv_out="$work/out.${#jobs_list[@]}"
     job nvptx embedded "$NV" "$nv_common -DFC_COOP=1 -DFC_ORDERED=1 -DFC_NV_CVT2=1"
     job nvptx standalone "$NV" "$nv_common -DFC_COOP=0"
+    nv_fast_out="$work/out.${#jobs_list[@]}" # the 16-bit programs (FC_DTYPES 2 and 4)
+    job nvptx embedded "$NV" "$nv_common -DFC_COOP=1 -DFC_ORDERED=1 -DFC_NV_CVT2=1 -DFC_FAST_EXP=1 -DFC_DTYPES=6"
 else
     echo "  skip  nvptx: $CLANG has no nvptx64-nvidia-nvcl target"
 fi
@@ -100,6 +103,9 @@ if [ -n "$nv_out" ] && ! grep -q "shfl.sync.bfly.b32" "$nv_out"; then
 fi
 if [ -n "$nv_out" ] && ! { grep -q "cvt.rn.f16x2.f32" "$nv_out" && grep -q "cvt.rn.bf16x2.f32" "$nv_out"; }; then
     echo "  FAIL  nvptx: no paired cvt.rn.f16x2/bf16x2 in the PTX (FC_NV_CVT2)"; failures=$((failures + 1))
+fi
+if [ -n "$nv_out" ] && ! grep -q "ex2.approx.f32 " "$nv_fast_out"; then
+    echo "  FAIL  nvptx: no ex2.approx.f32 in the 16-bit PTX (FC_FAST_EXP)"; failures=$((failures + 1))
 fi
 if [ -n "$nv_out" ] && ! grep -q "st.global.cs.v4.u32" "$nv_out"; then
     echo "  FAIL  nvptx: no st.global.cs in the PTX (FC_STREAM_STORES)"; failures=$((failures + 1))

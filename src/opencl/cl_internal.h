@@ -59,14 +59,15 @@ enum { FC_ATTN_PART_MERGE = 4, FC_ATTN_PART_TILED_DECODE = 5 };
 
 /* Kernels of the softmax programs (cl/softmax.cl), indexed [input dtype][output dtype], and the
  * launch limits softmax.c derived from the build options and from the kernels themselves. */
-#define FC_SOFTMAX_WG_KINDS 6
+#define FC_SOFTMAX_WG_KINDS 7
 typedef struct fc_softmax_kernels {
     cl_kernel rows_in_registers[FC_DTYPE_COUNT][FC_DTYPE_COUNT];
     cl_kernel online_chunked[FC_DTYPE_COUNT][FC_DTYPE_COUNT];
     cl_kernel split_row_partials[FC_DTYPE_COUNT];                 /* by input dtype */
     cl_kernel split_row_normalize[FC_DTYPE_COUNT][FC_DTYPE_COUNT];
     cl_kernel split_row_cooperative[FC_DTYPE_COUNT][FC_DTYPE_COUNT]; /* NULL when not built */
-    cl_kernel rows_held[2][FC_DTYPE_COUNT][FC_DTYPE_COUNT];      /* [0]: 8 elements, [1]: 16 */
+    cl_kernel rows_held[3][FC_DTYPE_COUNT][FC_DTYPE_COUNT];      /* 8, 16, 32 elements (32: 16-bit
+                                                                    inputs only) */
     cl_kernel split_row_ordered[FC_DTYPE_COUNT][FC_DTYPE_COUNT]; /* NULL when not built */
     unsigned rir_chunks;                 /* 16-byte chunks per work-item (FC_RIR_CHUNKS) */
     unsigned coop_elems;                 /* FC_COOP_ELEMS: cooperative floats per item */
@@ -75,7 +76,8 @@ typedef struct fc_softmax_kernels {
     size_t chunked_wg, split_wg, coop_wg;
     size_t resident_items;               /* work-items a compute unit keeps in flight (estimate) */
     int coop;                            /* split_row_cooperative kernels exist */
-    size_t held_max_wg;                  /* largest team of rows_held (a power of two) */
+    size_t held_max_wg;                  /* largest team of rows_held 8/16 (a power of two) */
+    size_t held32_max_wg;                /* largest team of rows_held32; 0: not usable */
     size_t ordered_wg;                   /* work-group of split_row_ordered */
     unsigned stream_unroll;              /* FC_STREAM_UNROLL */
     cl_ulong l2_budget;                  /* ordered split: bytes read between a slice's reads */

@@ -94,10 +94,12 @@ static void fc_softmax_tune(const fc_cl_device *dev, fc_softmax_tuning *t)
     /* f16 conversions: NVIDIA's vload/vstore_half are scalar and its compiler accepts PTX cvt;
      * elsewhere integer code on the bits. */
     t->half_impl = t->sg == FC_SG_NV_PTX ? 2 : 1;
-    /* FC_FAST_EXP stays off: on an H200 it changed nothing measurable (the kernels wait on
-     * memory, not on exp), and exp is the specified accuracy; measured again on an H100 with
-     * the cooperative split row (session 4): within 1% on every shape. */
-    t->fast_exp = 0;
+    /* FC_FAST_EXP (NVIDIA): the per-element exp as ex2.approx of x log2 e, 2 instructions
+     * against the ~8 of OpenCL's exp, for the 16-bit programs only (fc_cl_softmax_options),
+     * where the kernels run out of issue slots before memory bandwidth. The f32 programs wait
+     * on memory and keep exp's accuracy. FLASHCL_SOFTMAX_NO_FAST_EXP=1 turns it off (A/B).
+     * (An earlier, compensated variant cost as much as exp and changed nothing.) */
+    t->fast_exp = t->sg == FC_SG_NV_PTX && !fc_env_flag("FLASHCL_SOFTMAX_NO_FAST_EXP");
     t->nv_sleep = 0;
     if (t->sg == FC_SG_NV_PTX) t->nv_sleep = dev->nv_compute_major >= 7;
     /* st.global.cs through inline PTX, as the CUDA kernels' second pass stores (cuda/softmax.cuh). */
@@ -131,7 +133,8 @@ void fc_cl_softmax_options(const fc_cl_device *dev, int part, char *out, size_t 
              "-DFC_HALF_IMPL=%u -DFC_FAST_EXP=%d -DFC_NV_SLEEP=%d -DFC_ORDERED=%d "
              "-DFC_STREAM_STORES=%d -DFC_NV_CVT2=%d -DFC_DTYPES=%d",
              extra, t.cl_std, sg_define[t.sg], t.sg_size, t.max_wg, t.rir_chunks, t.stream_unroll,
-             t.coop, t.coop_elems, t.half_impl, t.fast_exp, t.nv_sleep, t.ordered,
+             t.coop, t.coop_elems, t.half_impl,
+             t.fast_exp && (part == FC_PART_F16 || part == FC_PART_BF16), t.nv_sleep, t.ordered,
              t.stream_stores, t.nv_cvt2,
              part == FC_PART_ALL_DTYPES ? 7 : 1 << part);
 }
@@ -141,7 +144,8 @@ void fc_cl_softmax_options(const fc_cl_device *dev, int part, char *out, size_t 
 static const char *const fc_dtype_suffix[FC_DTYPE_COUNT] = {"f32", "f16", "bf16"};
 
 /* Kinds of kernel whose work-group limits the launches share (kernel_wg's second index). */
-enum { FC_WG_RIR, FC_WG_HELD, FC_WG_CHUNKED, FC_WG_SPLIT, FC_WG_COOP, FC_WG_ORDERED };
+enum { FC_WG_RIR, FC_WG_HELD, FC_WG_CHUNKED, FC_WG_SPLIT, FC_WG_COOP, FC_WG_ORDERED,
+       FC_WG_HELD32 };
 
 static flashcl_status fc_create_kernel(fc_cl_context *ctx, cl_program program, cl_kernel *out,
                                        size_t *max_wg, const char *base, int xd, int yd)
@@ -195,6 +199,9 @@ static flashcl_status fc_create_input_kernels(fc_cl_context *ctx, cl_program pro
         if (st == FLASHCL_SUCCESS)
             st = fc_create_kernel(ctx, program, &k->rows_held[1][xd][yd], &wg[FC_WG_HELD],
                                   "softmax_rows_held16", xd, yd);
+        if (st == FLASHCL_SUCCESS && xd != FLASHCL_F32)
+            st = fc_create_kernel(ctx, program, &k->rows_held[2][xd][yd], &wg[FC_WG_HELD32],
+                                  "softmax_rows_held32", xd, yd);
         if (st == FLASHCL_SUCCESS && t->coop)
             st = fc_create_kernel(ctx, program, &k->split_row_cooperative[xd][yd],
                                   &wg[FC_WG_COOP], "softmax_split_row_cooperative", xd, yd);
@@ -232,6 +239,10 @@ static flashcl_status fc_set_limits(fc_cl_context *ctx, const fc_softmax_tuning 
     k->coop_wg = t->coop ? fc_floor_pow2(fc_min(wg[FC_WG_COOP], t->coop_wg)) : 0;
     k->coop = t->coop;
     k->held_max_wg = fc_floor_pow2(fc_min(wg[FC_WG_HELD], t->max_wg));
+    /* rows_held32 exists in the 16-bit programs only (SIZE_MAX here without one: unused then,
+     * the plan takes it for 16-bit input alone); a team must still be a whole warp. */
+    k->held32_max_wg = fc_floor_pow2(fc_min(wg[FC_WG_HELD32], t->max_wg));
+    if (k->held32_max_wg < 32) k->held32_max_wg = 0;
     k->ordered_wg = t->ordered ? fc_floor_pow2(fc_min(wg[FC_WG_ORDERED], t->split_wg)) : 0;
     k->ordered = t->ordered;
     k->stream_unroll = t->stream_unroll;
@@ -274,7 +285,8 @@ void fc_cl_softmax_release_kernels(fc_cl_context *ctx, int part)
         for (yd = 0; yd < FC_DTYPE_COUNT; yd++) {
             cl_kernel *pair[] = {
                 &k->rows_in_registers[xd][yd],   &k->rows_held[0][xd][yd],
-                &k->rows_held[1][xd][yd],        &k->online_chunked[xd][yd],
+                &k->rows_held[1][xd][yd],        &k->rows_held[2][xd][yd],
+                &k->online_chunked[xd][yd],
                 &k->split_row_normalize[xd][yd], &k->split_row_cooperative[xd][yd],
                 &k->split_row_ordered[xd][yd]};
             size_t i;
@@ -387,7 +399,8 @@ static flashcl_status fc_enqueue_batch(fc_cl_context *ctx, const fc_softmax_desc
                                FC_ARG(y_off), FC_ARG(y_stride), FC_ARG(n),      FC_ARG(cols),
                                FC_ARG(scale), FC_ARG(log_mode), FC_ARG(team),   FC_ARG(vec)};
         const size_t rows_per_group = p->wg / p->team;
-        return fc_launch(ctx, k->rows_held[p->elems == 8 ? 0 : 1][xd][yd], args, 12,
+        return fc_launch(ctx, k->rows_held[p->elems == 8 ? 0 : p->elems == 16 ? 1 : 2][xd][yd],
+                         args, 12,
                          (size_t)((n + rows_per_group - 1) / rows_per_group), p->wg);
     }
     case FC_PLAN_CHUNKED: {

@@ -5,7 +5,8 @@
  * floats: kernel limit x 16 elements, 4096 on NVIDIA's OpenCL where kernels report 256):
  *   cols <= 256                      -> rows held, 8 elements per work-item (team <= a warp);
  *                                       f16: raw chunks (measured faster on an H100)
- *   cols <= cap16                    -> rows held, 16 elements per work-item
+ *   cols <= cap16                    -> rows held, 16 elements per work-item (16-bit input:
+ *                                       32, up to twice cap16; FLASHCL_SOFTMAX_NO_HELD32=1: 16)
  *   16-bit cols <= raw cap (8192)    -> rows in registers as raw 16-byte chunks
  *   longer rows, on GPUs that built it:
  *     a row in at most one slice per compute unit (32 for 16-bit input) -> cooperative split
@@ -65,9 +66,17 @@ static int fc_plan_rir(fc_plan *p, const fc_softmax_kernels *k, flashcl_dtype x_
 }
 
 /* Rows held as floats: 8 elements per work-item while a row fits one warp-sized team (short
- * rows: twice the work-items of 16, more loads in flight), else 16. */
-static int fc_plan_held(fc_plan *p, const fc_softmax_kernels *k, int64_t cols)
+ * rows: twice the work-items of 16, more loads in flight), else 16; 16-bit input 32 where
+ * built (the bytes per work-item of 16 f32 elements). */
+static int fc_plan_held(fc_plan *p, const fc_softmax_kernels *k, flashcl_dtype x_dtype,
+                        int64_t cols)
 {
+    if (cols > 32 * 8 && x_dtype != FLASHCL_F32 && k->held32_max_wg &&
+        !fc_env_flag("FLASHCL_SOFTMAX_NO_HELD32") &&
+        fc_plan_team(p, FC_PLAN_HELD, 32, k->held32_max_wg, k->rir_group_wg, cols)) {
+        p->elems = 32;
+        return 1;
+    }
     const unsigned elems = cols <= 32 * 8 ? 8 : 16;
     if (!fc_plan_team(p, FC_PLAN_HELD, elems, k->held_max_wg, k->rir_group_wg, cols)) return 0;
     p->elems = elems;
@@ -227,7 +236,7 @@ flashcl_status fc_softmax_choose_plan(const fc_cl_context *ctx, const fc_softmax
 
     switch (desc->variant) {
     case FLASHCL_SOFTMAX_ROW_IN_REGISTERS:
-        if (fc_plan_held(p, k, cols) || fc_plan_rir(p, k, desc->x_dtype, cols))
+        if (fc_plan_held(p, k, desc->x_dtype, cols) || fc_plan_rir(p, k, desc->x_dtype, cols))
             return FLASHCL_SUCCESS;
         return fc_choose_legacy(ctx, desc, p); /* its message */
     case FLASHCL_SOFTMAX_SPLIT_ROW:
@@ -246,7 +255,8 @@ flashcl_status fc_softmax_choose_plan(const fc_cl_context *ctx, const fc_softmax
      * 32768 x 128 f16 on an H100 (bf16 and f32 were faster held). */
     const int f16_short = desc->x_dtype == FLASHCL_F16 && cols <= 256;
     if ((cols <= 8192 || rows >= (int64_t)dev->compute_units * (dev->is_gpu ? 2 : 4)) &&
-        ((!f16_short && fc_plan_held(p, k, cols)) || fc_plan_rir(p, k, desc->x_dtype, cols)))
+        ((!f16_short && fc_plan_held(p, k, desc->x_dtype, cols)) ||
+         fc_plan_rir(p, k, desc->x_dtype, cols)))
         return FLASHCL_SUCCESS;
     /* Longer rows on a GPU: held in registers by cooperating work-groups, one read. 16-bit rows
      * of more than 32 slices measured faster through the ordered split (H100, 64 x 1M f16: 63%

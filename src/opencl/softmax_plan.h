@@ -7,7 +7,7 @@
 
 typedef enum fc_plan_kind {
     FC_PLAN_RIR,     /* softmax_rows_in_registers: raw 16-byte chunks in registers */
-    FC_PLAN_HELD,    /* softmax_rows_held8/16: the row in registers as floats */
+    FC_PLAN_HELD,    /* softmax_rows_held8/16/32: the row in registers as floats */
     FC_PLAN_CHUNKED, /* softmax_online_chunked */
     FC_PLAN_SPLIT,   /* softmax_split_row_partials + softmax_split_row_normalize */
     FC_PLAN_COOP,    /* softmax_split_row_cooperative */
