@@ -51,16 +51,20 @@ typedef struct fc_merge_slot {
     int dtype;
 } fc_merge_slot;
 
+/* One launch over n slots; acc_in: slot 0 is a running result, acc_out: `out` is one (see
+ * cl/attention_merge.cl). */
 static flashcl_status merge_launch(fc_cl_context *ctx, const fc_attention_merge_desc *d,
-                                   const fc_merge_slot *slots, int n, const fc_merge_slot *out)
+                                   const fc_merge_slot *slots, int n, const fc_merge_slot *out,
+                                   int acc_in, int acc_out)
 {
     fc_args a;
     cl_int4 dt = fc_attn_int4(slots[0].dtype, n > 1 ? slots[1].dtype : 0, n > 2 ? slots[2].dtype : 0,
                          n > 3 ? slots[3].dtype : 0);
     cl_int4 dims = fc_attn_int4(d->seqlen_q, d->heads, d->head_dim, n);
-    cl_int2 flags;
+    cl_int4 flags;
     int i;
     flags.s[0] = out->dtype, flags.s[1] = out->lse_mem != NULL;
+    flags.s[2] = acc_in, flags.s[3] = acc_out;
     memset(&a, 0, sizeof a);
     a.kernel = ctx->attention.merge;
     a.name = "fc_attn_merge";
@@ -89,14 +93,15 @@ static fc_merge_slot part_slot(const fc_attention_merge_desc *d, size_t i)
     return s;
 }
 
-/* A running result in scratch (f32, packed [B, Sq, H, D] and lse [B, H, Sq]) at `at`. */
+/* A running result in scratch at `at`: f32 o, packed [B, Sq, H, D], then its (m, s) pairs
+ * [B, H, Sq][2] where a part has its lse. */
 static fc_merge_slot acc_slot(fc_cl_context *ctx, const fc_attention_merge_desc *d, int64_t at)
 {
     fc_merge_slot s;
     const int64_t S = d->seqlen_q, H = d->heads, D = d->head_dim;
     s.o_mem = s.lse_mem = ctx->attention_scratch;
     s.os = fc_attn_long4(S * H * D, H * D, D, at);
-    s.ls = fc_attn_long4(H * S, S, 1, at + d->batch * S * H * D);
+    s.ls = fc_attn_long4(2 * H * S, 2 * S, 2, at + d->batch * S * H * D);
     s.dtype = FLASHCL_F32;
     return s;
 }
@@ -104,7 +109,7 @@ static fc_merge_slot acc_slot(fc_cl_context *ctx, const fc_attention_merge_desc 
 flashcl_status fc_cl_attention_merge(void *opaque, const fc_attention_merge_desc *d)
 {
     fc_cl_context *ctx = opaque;
-    const int64_t acc_elems = d->batch * d->seqlen_q * d->heads * (d->head_dim + 1);
+    const int64_t acc_elems = d->batch * d->seqlen_q * d->heads * (d->head_dim + 2);
     fc_merge_slot slots[4], out;
     size_t next = 0;
     int n, cur = 0;
@@ -124,15 +129,16 @@ flashcl_status fc_cl_attention_merge(void *opaque, const fc_attention_merge_desc
     /* Four parts at a time; past the first launch, slot 0 is the running result (area `cur`)
      * and the launch writes the other area. */
     while (st == FLASHCL_SUCCESS && next < d->parts) {
+        const int acc_in = next > 0; /* past the first launch */
         n = 0;
-        if (next > 0) slots[n++] = acc_slot(ctx, d, cur * acc_elems);
+        if (acc_in) slots[n++] = acc_slot(ctx, d, cur * acc_elems);
         while (n < 4 && next < d->parts) slots[n++] = part_slot(d, next++);
         if (next == d->parts) {
-            st = merge_launch(ctx, d, slots, n, &out);
+            st = merge_launch(ctx, d, slots, n, &out, acc_in, 0);
         } else {
-            const int dst = next > 4 ? 1 - cur : 0; /* the first launch reads no area */
+            const int dst = acc_in ? 1 - cur : 0; /* the first launch reads no area */
             fc_merge_slot acc = acc_slot(ctx, d, dst * acc_elems);
-            st = merge_launch(ctx, d, slots, n, &acc);
+            st = merge_launch(ctx, d, slots, n, &acc, acc_in, 1);
             cur = dst;
         }
     }
