@@ -117,7 +117,10 @@ static flashcl_status job_init(fc_program_job *job, const fc_program_spec *spec,
     job->status = FLASHCL_BACKEND_ERROR; /* until it is built: skipped jobs are no successes */
     device_options[0] = '\0';
     spec->options(dev, spec->part, device_options, sizeof device_options);
-    n = snprintf(job->options, sizeof job->options, "-cl-std=CL1.2 -DFLASHCL_EMBEDDED%s %s",
+    /* OpenCL C 1.2 unless the program's own options ask for a newer one (softmax on devices
+     * with cl_khr_subgroups, whose functions need 2.0+): one -cl-std on the line, not two. */
+    n = snprintf(job->options, sizeof job->options, "%s-DFLASHCL_EMBEDDED%s %s",
+                 strstr(device_options, "-cl-std=") ? "" : "-cl-std=CL1.2 ",
                  test_break(spec->name) ? " -DFC_TEST_BREAK" : "", device_options);
     if (strlen(device_options) + 1 >= sizeof device_options || n < 0 ||
         (size_t)n >= sizeof job->options)
