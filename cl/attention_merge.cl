@@ -105,7 +105,9 @@ __kernel __attribute__((reqd_work_group_size(FC_ATTN_SPLIT_WG, 1, 1))) void fc_a
  * launch, never an exponent (a running lse re-rounded per launch put 2.6e-5 relative error on
  * 300 parts). dims: Sq, H, D, number of parts; out: o dtype, lse written, part 0 is a running
  * result, write a running result. */
-__kernel __attribute__((reqd_work_group_size(FC_ATTN_MERGE_WG, 1, 1))) void fc_attn_merge(
+/* Any work-group size (no local memory, no barrier): some implementations limit a kernel below
+ * FC_ATTN_MERGE_WG (Rusticl on llvmpipe reports 32), and the host launches what it allows. */
+__kernel void fc_attn_merge(
     __global const uchar *o0, long4 os0, __global const float *l0, long4 ls0,
     __global const uchar *o1, long4 os1, __global const float *l1, long4 ls1,
     __global const uchar *o2, long4 os2, __global const float *l2, long4 ls2,
@@ -134,7 +136,7 @@ __kernel __attribute__((reqd_work_group_size(FC_ATTN_MERGE_WG, 1, 1))) void fc_a
     const ulong r0 = fc_attn_row(os0, b, qi, h), r1 = fc_attn_row(os1, b, qi, h);
     const ulong r2 = fc_attn_row(os2, b, qi, h), r3 = fc_attn_row(os3, b, qi, h);
     const ulong orow = fc_attn_row(os, b, qi, h);
-    for (int d = (int)get_local_id(0); d < D; d += FC_ATTN_MERGE_WG) {
+    for (int d = (int)get_local_id(0); d < D; d += (int)get_local_size(0)) {
         /* parts of zero weight are not read: their o may be anything (e.g. never written) */
         float a = w[0] > 0.0f ? w[0] * fc_attn_load1(dt.x, o0, r0 + d) : 0.0f;
         if (w[1] > 0.0f) a = fma(w[1], fc_attn_load1(dt.y, o1, r1 + d), a);

@@ -28,10 +28,17 @@ static flashcl_status create_merge(fc_cl_context *ctx, cl_program program, const
 flashcl_status fc_attn_merge_create_kernels(fc_cl_context *ctx, cl_program program)
 {
     fc_attention_kernels *ak = &ctx->attention;
+    size_t max_wg = 0, wg = fc_attn_merge_wg(&ctx->dev);
     flashcl_status st = create_merge(ctx, program, "fc_attn_split_merge",
                                      fc_attn_split_merge_wg(&ctx->dev), &ak->split_merge);
     if (st != FLASHCL_SUCCESS) return st;
-    return create_merge(ctx, program, "fc_attn_merge", fc_attn_merge_wg(&ctx->dev), &ak->merge);
+    /* fc_attn_merge runs at any work-group size: the largest power of two up to its usual
+     * FC_ATTN_MERGE_WG that the kernel allows. */
+    st = fc_attn_create_kernel(ctx, program, "fc_attn_merge", &ak->merge, &max_wg);
+    if (st != FLASHCL_SUCCESS) return st;
+    while (wg > 1 && wg > max_wg) wg /= 2;
+    ak->merge_wg = wg;
+    return FLASHCL_SUCCESS;
 }
 
 void fc_attn_merge_release_kernels(fc_cl_context *ctx)
@@ -77,7 +84,8 @@ static flashcl_status merge_launch(fc_cl_context *ctx, const fc_attention_merge_
     fc_attn_arg_mem(&a, out->o_mem), fc_attn_arg(&a, sizeof out->os, &out->os);
     fc_attn_arg_mem(&a, out->lse_mem), fc_attn_arg(&a, sizeof out->ls, &out->ls);
     fc_attn_arg(&a, sizeof flags, &flags);
-    return fc_attn_enqueue(ctx, &a, (size_t)(d->batch * d->seqlen_q * d->heads), fc_attn_merge_wg(&ctx->dev));
+    return fc_attn_enqueue(ctx, &a, (size_t)(d->batch * d->seqlen_q * d->heads),
+                           ctx->attention.merge_wg);
 }
 
 static fc_merge_slot part_slot(const fc_attention_merge_desc *d, size_t i)
