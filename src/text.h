@@ -13,6 +13,13 @@ static inline int fc_env_flag(const char *name) {
     return v && *v && strcmp(v, "0") != 0;
 }
 
+/* The integer in environment variable `name`, or `fallback` when it is unset or empty (for the
+ * FLASHCL_* measurement switches that take a count). */
+static inline long fc_env_long(const char *name, long fallback) {
+    const char *v = getenv(name);
+    return v && *v ? strtol(v, NULL, 10) : fallback;
+}
+
 /* Whether `needle` occurs in `haystack`, ignoring ASCII case. */
 static inline int fc_contains_nocase(const char *haystack, const char *needle) {
     size_t n = strlen(needle);

@@ -240,8 +240,7 @@ flashcl_status fc_cuda_attention_forward(void *opaque, const fc_attention_desc *
     }
     {
         /* A forced split count (FLASHCL_CUDA_ATTENTION_SPLITS, for A/B measurements). */
-        const char *v = getenv("FLASHCL_CUDA_ATTENTION_SPLITS");
-        const long forced_splits = v && *v ? strtol(v, NULL, 10) : 0;
+        const long forced_splits = fc_env_long("FLASHCL_CUDA_ATTENTION_SPLITS", 0);
         if (forced_splits > 0)
             splits = forced_splits > FC_MAX_FORCED_SPLITS ? FC_MAX_FORCED_SPLITS
                                                           : (uint64_t)forced_splits;

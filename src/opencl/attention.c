@@ -11,6 +11,7 @@
 
 #include "attention_internal.h"
 #include "../error.h"
+#include "../text.h"
 
 #define FC_ATTN_MERGE_WG 64     /* at most: flashcl_attention_merge's work-group */
 #define FC_ATTN_SPLIT_WG 256    /* at most: the split-KV merge's work-group */
@@ -286,12 +287,6 @@ flashcl_status fc_attn_scratch_reserve(fc_cl_context *ctx, size_t bytes)
     return FLASHCL_SUCCESS;
 }
 
-static long env_long(const char *name, long fallback)
-{
-    const char *v = getenv(name);
-    return v && *v ? strtol(v, NULL, 10) : fallback;
-}
-
 /* The launch plan of one forward call. */
 typedef struct fc_attn_launch {
     int family, dim_class, ntiles, nsplit, keys_per_split;
@@ -385,7 +380,7 @@ static flashcl_status plan_forward(fc_cl_context *ctx, const fc_attention_desc *
     max_split = (d->seqlen_k + min_blocks * bn - 1) / (min_blocks * bn);
     nsplit = base * 2 <= target ? (target + base - 1) / base : 1;
     if (nsplit > split_cap) nsplit = split_cap; /* the kernel's own bound, not a forced count's */
-    nsplit = env_long("FLASHCL_ATTENTION_SPLITS", nsplit);
+    nsplit = fc_env_long("FLASHCL_ATTENTION_SPLITS", nsplit);
     if (!ak->split_merge) nsplit = 1;
     if (nsplit > max_split) nsplit = max_split;
     if (nsplit > FC_ATTN_MAX_SPLITS) nsplit = FC_ATTN_MAX_SPLITS;
