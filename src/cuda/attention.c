@@ -32,60 +32,53 @@ static int rows_16b_aligned(CUdeviceptr address, const int64_t strides[4], size_
     return 1;
 }
 
+/* Launches f on ctx's stream: an ordinary launch, or with `dependent` (and
+ * kernels.programmatic_launch: compute capability 9.0+, code compiled for compute_90 or later,
+ * a driver with cuLaunchKernelEx) a programmatic dependent of the kernel queued before it on the
+ * stream: its blocks may be scheduled once every block of that kernel has reached
+ * griddepcontrol.launch_dependents (or ended), and each waits in griddepcontrol.wait, before
+ * touching memory, until that kernel has finished and its writes are visible -- the same order
+ * as an ordinary launch, without the gap between the two kernels. Only kernels that begin with
+ * griddepcontrol.wait may be launched dependent: the split-KV merge (behind the forward kernel)
+ * and the decode kernel (behind the previous call's merge, or whatever the caller queued).
+ * FLASHCL_CUDA_NO_PDL=1 makes every launch ordinary (for comparisons). On an H100 (2026-11-22,
+ * f16) dependent launches took B1 Hkv4 Sk65536 decode from 0.0586 to 0.0553 ms and B8 Hkv8
+ * Sk8192 from 0.1051 to 0.1000. */
 static flashcl_status launch(fc_cuda_context *ctx, CUfunction f, uint64_t gx, unsigned gy,
-                             unsigned threads, unsigned smem, void *args, const char *what) {
+                                unsigned threads, unsigned smem, void *args, const char *what,
+                                int dependent) {
     void *params[1];
     CUresult r;
     if (gx > 0x7fffffffu)
         return fc_fail(FLASHCL_UNSUPPORTED, "%s: %llu blocks is over the grid limit", what,
                        (unsigned long long)gx);
     params[0] = args;
-    r = fc_cu()->LaunchKernel(f, (unsigned)gx, gy, 1, threads, 1, 1, smem, ctx->stream, params,
-                              NULL);
+    dependent =
+        dependent && ctx->kernels.programmatic_launch && !fc_env_flag("FLASHCL_CUDA_NO_PDL");
+    if (dependent) {
+        CUlaunchConfig config;
+        CUlaunchAttribute attribute;
+        memset(&config, 0, sizeof config);
+        memset(&attribute, 0, sizeof attribute);
+        attribute.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+        attribute.value.programmaticStreamSerializationAllowed = 1;
+        config.gridDimX = (unsigned)gx, config.gridDimY = gy, config.gridDimZ = 1;
+        config.blockDimX = threads, config.blockDimY = 1, config.blockDimZ = 1;
+        config.sharedMemBytes = smem;
+        config.hStream = ctx->stream;
+        config.attrs = &attribute;
+        config.numAttrs = 1;
+        r = fc_cu()->LaunchKernelEx(&config, f, params, NULL);
+    } else {
+        r = fc_cu()->LaunchKernel(f, (unsigned)gx, gy, 1, threads, 1, 1, smem, ctx->stream, params,
+                                  NULL);
+    }
     if (r != CUDA_SUCCESS)
         return fc_fail(r == CUDA_ERROR_OUT_OF_MEMORY ? FLASHCL_OUT_OF_MEMORY : FLASHCL_BACKEND_ERROR,
-                       "cuLaunchKernel(%s, %llu x %u blocks of %u) failed: %s (%d)", what,
-                       (unsigned long long)gx, gy, threads, fc_cu_error_name(r), (int)r);
-    return FLASHCL_SUCCESS;
-}
-
-/* Launches a kernel as a programmatic dependent of the kernel queued before it on the stream
- * (kernels.programmatic_launch: compute capability 9.0+, code compiled for compute_90 or later,
- * a driver with cuLaunchKernelEx): its blocks may be scheduled once every block of that kernel
- * has reached griddepcontrol.launch_dependents (or ended), and each waits in
- * griddepcontrol.wait, before touching memory, until that kernel has finished and its writes are
- * visible -- the same order as an ordinary launch, without the gap between the two
- * kernels. Only kernels that begin with griddepcontrol.wait may be launched this way: the split-KV
- * merge (behind the forward kernel) and the decode kernel (behind the previous call's merge, or
- * whatever the caller queued). Elsewhere, or with FLASHCL_CUDA_NO_PDL=1 (for comparisons), an
- * ordinary launch. On an H100 (2026-11-22, f16) it took B1 Hkv4 Sk65536 decode from 0.0586 to
- * 0.0553 ms and B8 Hkv8 Sk8192 from 0.1051 to 0.1000. */
-static flashcl_status launch_dependent(fc_cuda_context *ctx, CUfunction f, uint64_t gx,
-                                       unsigned gy, unsigned threads, unsigned smem, void *args,
-                                       const char *what) {
-    CUlaunchConfig config;
-    CUlaunchAttribute attribute;
-    void *params[1];
-    CUresult r;
-    if (!ctx->kernels.programmatic_launch || gx > 0x7fffffffu || fc_env_flag("FLASHCL_CUDA_NO_PDL"))
-        return launch(ctx, f, gx, gy, threads, smem, args, what);
-    memset(&config, 0, sizeof config);
-    memset(&attribute, 0, sizeof attribute);
-    attribute.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-    attribute.value.programmaticStreamSerializationAllowed = 1;
-    config.gridDimX = (unsigned)gx, config.gridDimY = gy, config.gridDimZ = 1;
-    config.blockDimX = threads, config.blockDimY = 1, config.blockDimZ = 1;
-    config.sharedMemBytes = smem;
-    config.hStream = ctx->stream;
-    config.attrs = &attribute;
-    config.numAttrs = 1;
-    params[0] = args;
-    r = fc_cu()->LaunchKernelEx(&config, f, params, NULL);
-    if (r != CUDA_SUCCESS)
-        return fc_fail(r == CUDA_ERROR_OUT_OF_MEMORY ? FLASHCL_OUT_OF_MEMORY : FLASHCL_BACKEND_ERROR,
-                       "cuLaunchKernelEx(%s, %llu x %u blocks of %u, programmatic dependent) "
-                       "failed: %s (%d)", what, (unsigned long long)gx, gy, threads,
-                       fc_cu_error_name(r), (int)r);
+                       "%s(%s, %llu x %u blocks of %u%s) failed: %s (%d)",
+                       dependent ? "cuLaunchKernelEx" : "cuLaunchKernel", what,
+                       (unsigned long long)gx, gy, threads,
+                       dependent ? ", programmatic dependent" : "", fc_cu_error_name(r), (int)r);
     return FLASHCL_SUCCESS;
 }
 
@@ -105,10 +98,10 @@ static flashcl_status merge_splits(fc_cuda_context *ctx, const fc_attention_args
     m.parts = a->splits;
     m.part_dtype = FLASHCL_F32;
     m.o_dtype = (int32_t)d->dtype;
-    return launch_dependent(ctx, ctx->kernels.attention_merge[FLASHCL_F32],
-                            (uint64_t)(d->batch * d->seqlen_q * d->heads_q),
-                            (unsigned)ceil_div((uint64_t)d->head_dim, 32), FC_MERGE_THREADS, 0,
-                            &m, "split-KV merge");
+    return launch(ctx, ctx->kernels.attention_merge[FLASHCL_F32],
+                     (uint64_t)(d->batch * d->seqlen_q * d->heads_q),
+                     (unsigned)ceil_div((uint64_t)d->head_dim, 32), FC_MERGE_THREADS, 0, &m,
+                     "split-KV merge", 1);
 }
 
 /* The first usable kernel of a set whose head-dim pad covers head_dim, or NULL; the one named
@@ -261,9 +254,9 @@ flashcl_status fc_cuda_attention_forward(void *opaque, const fc_attention_desc *
         a.lse_part = scratch + rows_total * (uint64_t)d->head_dim * 4;
     }
     if (st == FLASHCL_SUCCESS)
-        st = (decode ? launch_dependent : launch)(ctx, kernel->function, blocks, (unsigned)splits,
-                                                  (unsigned)kernel->threads, kernel->smem_bytes,
-                                                  &a, decode ? "attention decode" : "attention forward");
+        st = launch(ctx, kernel->function, blocks, (unsigned)splits, (unsigned)kernel->threads,
+                       kernel->smem_bytes, &a, decode ? "attention decode" : "attention forward",
+                       decode);
     if (st == FLASHCL_SUCCESS && splits > 1) st = merge_splits(ctx, &a, d);
     mtx_unlock(&ctx->lock);
     fc_cuda_leave(ctx);
@@ -312,9 +305,9 @@ flashcl_status fc_cuda_attention_merge(void *opaque, const fc_attention_merge_de
     if (st == FLASHCL_SUCCESS) {
         m.part_descs = scratch;
         st = launch(ctx, ctx->kernels.attention_merge[d->o_part_dtype],
-                    (uint64_t)(d->batch * d->seqlen_q * d->heads),
-                    (unsigned)ceil_div((uint64_t)d->head_dim, 32), FC_MERGE_THREADS, 0, &m,
-                    "attention merge");
+                       (uint64_t)(d->batch * d->seqlen_q * d->heads),
+                       (unsigned)ceil_div((uint64_t)d->head_dim, 32), FC_MERGE_THREADS, 0, &m,
+                       "attention merge", 0);
     }
     mtx_unlock(&ctx->lock);
     fc_cuda_leave(ctx);
