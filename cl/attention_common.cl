@@ -23,11 +23,8 @@
 #ifndef FC_ATTN_D256
 #define FC_ATTN_D256 (32, 4, 2, 1, 128, 16)
 #endif
-/* Work-group sizes of the merge kernels (powers of two) and the most splits one merges
- * (FC_ATTN_SPLIT_WG is with the split merge below). */
-#ifndef FC_ATTN_MERGE_WG
-#define FC_ATTN_MERGE_WG 64
-#endif
+/* The most splits the split merge merges (its work-group, FC_ATTN_SPLIT_WG, is with it in
+ * attention_merge.cl; flashcl_attention_merge's kernel runs at any work-group size). */
 #ifndef FC_ATTN_MAX_SPLITS
 #define FC_ATTN_MAX_SPLITS 256
 #endif

@@ -106,7 +106,7 @@ __kernel __attribute__((reqd_work_group_size(FC_ATTN_SPLIT_WG, 1, 1))) void fc_a
  * 300 parts). dims: Sq, H, D, number of parts; out: o dtype, lse written, part 0 is a running
  * result, write a running result. */
 /* Any work-group size (no local memory, no barrier): some implementations limit a kernel below
- * FC_ATTN_MERGE_WG (Rusticl on llvmpipe reports 32), and the host launches what it allows. */
+ * the host's usual 64 (Rusticl on llvmpipe reports 32), and the host launches what it allows. */
 __kernel void fc_attn_merge(
     __global const uchar *o0, long4 os0, __global const float *l0, long4 ls0,
     __global const uchar *o1, long4 os1, __global const float *l1, long4 ls1,

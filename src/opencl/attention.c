@@ -182,11 +182,10 @@ void fc_cl_attention_options(const fc_cl_device *dev, int part, char *out, size_
     /* Only NVIDIA's warp shuffles are used (row teams must be consecutive lanes of a known
      * width); elsewhere the row reductions go through local memory. */
     used = (size_t)snprintf(out, out_size,
-                            "-D%s%s -DFC_ATTN_MERGE_WG=%zu -DFC_ATTN_SPLIT_WG=%zu "
-                            "-DFC_ATTN_MAX_SPLITS=%d",
+                            "-D%s%s -DFC_ATTN_SPLIT_WG=%zu -DFC_ATTN_MAX_SPLITS=%d",
                             dev->subgroups == FC_SG_NV_PTX ? "FC_SG_NV_PTX" : "FC_SG_NONE",
                             fc_attn_generic_kernels(dev) ? " -DFC_ATTN_GENERIC" : "",
-                            fc_attn_merge_wg(dev), fc_attn_split_merge_wg(dev), FC_ATTN_MAX_SPLITS);
+                            fc_attn_split_merge_wg(dev), FC_ATTN_MAX_SPLITS);
     /* Oclgrind's uninitialised-value checker cannot simulate the `freeze` instructions that
      * LLVM's optimiser adds around integer div/rem pairs; unoptimised code means the same. */
     if (strstr(dev->info.name, "Oclgrind") && used < out_size)

@@ -10,30 +10,20 @@
 
 /* ---- kernels ------------------------------------------------------------------------------ */
 
-/* A merge kernel that cannot run its work-group is dropped: without the split merge, forward
- * runs unsplit; without the other, flashcl_attention_merge is unsupported. */
-static flashcl_status create_merge(fc_cl_context *ctx, cl_program program, const char *name,
-                                   size_t wg, cl_kernel *out)
-{
-    size_t max_wg = 0;
-    flashcl_status st = fc_attn_create_kernel(ctx, program, name, out, &max_wg);
-    if (st != FLASHCL_SUCCESS) return st;
-    if (max_wg < wg) {
-        clReleaseKernel(*out);
-        *out = NULL;
-    }
-    return FLASHCL_SUCCESS;
-}
-
+/* The split merge (compiled for one work-group size) is dropped where the kernel cannot run
+ * that many: forward then runs unsplit. fc_attn_merge runs at any work-group size: the largest
+ * power of two up to fc_attn_merge_wg that the kernel allows. */
 flashcl_status fc_attn_merge_create_kernels(fc_cl_context *ctx, cl_program program)
 {
     fc_attention_kernels *ak = &ctx->attention;
     size_t max_wg = 0, wg = fc_attn_merge_wg(&ctx->dev);
-    flashcl_status st = create_merge(ctx, program, "fc_attn_split_merge",
-                                     fc_attn_split_merge_wg(&ctx->dev), &ak->split_merge);
+    flashcl_status st = fc_attn_create_kernel(ctx, program, "fc_attn_split_merge",
+                                              &ak->split_merge, &max_wg);
     if (st != FLASHCL_SUCCESS) return st;
-    /* fc_attn_merge runs at any work-group size: the largest power of two up to its usual
-     * FC_ATTN_MERGE_WG that the kernel allows. */
+    if (max_wg < fc_attn_split_merge_wg(&ctx->dev)) {
+        clReleaseKernel(ak->split_merge);
+        ak->split_merge = NULL;
+    }
     st = fc_attn_create_kernel(ctx, program, "fc_attn_merge", &ak->merge, &max_wg);
     if (st != FLASHCL_SUCCESS) return st;
     while (wg > 1 && wg > max_wg) wg /= 2;
@@ -124,7 +114,7 @@ flashcl_status fc_cl_attention_merge(void *opaque, const fc_attention_merge_desc
     flashcl_status st = FLASHCL_SUCCESS;
 
     if (!ctx->attention.merge)
-        return fc_fail(FLASHCL_UNSUPPORTED, "attention merge: '%s' cannot run its work-group",
+        return fc_fail(FLASHCL_UNSUPPORTED, "attention merge: no merge kernel was built for '%s'",
                        ctx->dev.info.name);
     out.o_mem = d->o_mem, out.lse_mem = d->lse_mem, out.dtype = d->o_dtype;
     out.os = fc_attn_long4(d->o_strides[0], d->o_strides[1], d->o_strides[2],

@@ -119,7 +119,8 @@ typedef struct fc_attention_kernels {
     int mma_warps;              /* warps per work-group the mma kernels were built for */
     cl_kernel split_merge;      /* split-KV partials (f32 scratch) -> o, lse */
     cl_kernel merge;            /* up to 4 partial (o, lse) -> o, lse (flashcl_attention_merge) */
-    size_t merge_wg;            /* its work-group: FC_ATTN_MERGE_WG or the kernel's own limit */
+    size_t merge_wg;            /* its work-group: fc_attn_merge_wg, or less where the kernel's
+                                   own limit is lower */
     int tiled_decode;           /* the tiled decode kernels were built (their own program) */
 } fc_attention_kernels;
 
