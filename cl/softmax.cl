@@ -454,12 +454,13 @@ FC_INLINE float2 fc_md_unpack(ulong w)
 #if FC_COOP || FC_ORDERED
 #pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
 
-/* The nonzero value of a word another work-group publishes, once it is there (both split-row
- * kernels publish only nonzero words); with FC_NV_SLEEP, `pause_ns` between polls. */
-FC_INLINE ulong fc_wait_word(volatile __global ulong *word, uint pause_ns)
+/* The value of a word other work-groups publish or count up, once it is at least `least`: 1
+ * waits for a published word (both split-row kernels publish only nonzero words), n for a count
+ * to reach n; with FC_NV_SLEEP, `pause_ns` between polls. */
+FC_INLINE ulong fc_wait_word(volatile __global ulong *word, ulong least, uint pause_ns)
 {
     ulong w;
-    while ((w = atom_add(word, (ulong)0)) == 0) {
+    while ((w = atom_add(word, (ulong)0)) < least) {
 #if FC_NV_SLEEP
         FC_ASM volatile("nanosleep.u32 %0;" : : "r"(pause_ns));
 #else
@@ -540,17 +541,13 @@ FC_INLINE void fc_split_row_cooperative(const int xdt, const int ydt, const __gl
              * which the two become visible. */
             if (lid == 0) {
                 atom_inc(arrived);
-                while (atom_add(arrived, (ulong)0) < slices) {
-#if FC_NV_SLEEP
-                    FC_ASM volatile("nanosleep.u32 200;");
-#endif
-                }
+                fc_wait_word(arrived, slices, 200);
             }
             barrier(CLK_LOCAL_MEM_FENCE);
         }
         md = (float2)(-INFINITY, 0.0f);
         for (uint i = lid; i < slices; i += width)
-            md = fc_md_merge(md, fc_md_unpack(fc_wait_word(&row_slots[i], 200)));
+            md = fc_md_merge(md, fc_md_unpack(fc_wait_word(&row_slots[i], 1, 200)));
         md = fc_team_merge(md, width, scratch);
     }
     /* A slice of only -inf holds zeros: its factor must be 0, not e^(0 - M), which may be inf.

@@ -90,14 +90,14 @@ FC_INLINE void fc_split_row_ordered(const int xdt, const int ydt, const __global
         /* The row's first normalise item merges its partials: lane i takes slices i, i + width,
          * ... in order, waiting for each to be published; then it publishes the row's (m, d). */
         for (uint i = lid; i < slices; i += width)
-            md = fc_md_merge(md, fc_md_unpack(fc_wait_word(&row_slots[i], 100)));
+            md = fc_md_merge(md, fc_md_unpack(fc_wait_word(&row_slots[i], 1, 100)));
         md = fc_team_merge(md, width, scratch);
         if (lid == 0)
             atom_xchg(row_word, fc_md_pack(md));
     } else {
         /* The others wait for that one (an earlier ticket): one word to poll, not `slices`. */
         if (lid == 0)
-            *row_md = fc_wait_word(row_word, 100);
+            *row_md = fc_wait_word(row_word, 1, 100);
         barrier(CLK_LOCAL_MEM_FENCE);
         md = fc_md_unpack(*row_md);
     }
