@@ -23,18 +23,18 @@ FC_ATTENTION_TC_CONFIGS(FC_ATTENTION_TC_KERNEL)
  * compute capability 9.0, whose driver loads that cubin. One block per SM: the ring takes most
  * of the shared memory and the two warpgroups all of the registers they want. */
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#define FC_ATTENTION_WGMMA_BODY(DT, DP, KEYS, WGS) attention_wgmma<DT, DP, KEYS, WGS>(a);
+#define FC_ATTENTION_WGMMA_BODY(DT, DP, KEYS, WGS, PIPE) attention_wgmma<DT, DP, KEYS, WGS, PIPE>(a);
 #else
-#define FC_ATTENTION_WGMMA_BODY(DT, DP, KEYS, WGS) (void)a;
+#define FC_ATTENTION_WGMMA_BODY(DT, DP, KEYS, WGS, PIPE) (void)a;
 #endif
-#define FC_ATTENTION_WGMMA_KERNEL(name, DP, KEYS, WGS)                                          \
-    extern "C" __global__ void __launch_bounds__(FC_ATTENTION_WGMMA_WG_THREADS * (WGS), 1)     \
+#define FC_ATTENTION_WGMMA_KERNEL(name, DP, KEYS, WGS, PIPE, BLOCKS)                                       \
+    extern "C" __global__ void __launch_bounds__(FC_ATTENTION_WGMMA_WG_THREADS * (WGS), BLOCKS)     \
         fc_attention_##name##_f16(fc_attention_args a) {                                        \
-        FC_ATTENTION_WGMMA_BODY(FC_F16, DP, KEYS, WGS)                                          \
+        FC_ATTENTION_WGMMA_BODY(FC_F16, DP, KEYS, WGS, PIPE)                                    \
     }                                                                                           \
-    extern "C" __global__ void __launch_bounds__(FC_ATTENTION_WGMMA_WG_THREADS * (WGS), 1)     \
+    extern "C" __global__ void __launch_bounds__(FC_ATTENTION_WGMMA_WG_THREADS * (WGS), BLOCKS)     \
         fc_attention_##name##_bf16(fc_attention_args a) {                                       \
-        FC_ATTENTION_WGMMA_BODY(FC_BF16, DP, KEYS, WGS)                                         \
+        FC_ATTENTION_WGMMA_BODY(FC_BF16, DP, KEYS, WGS, PIPE)                                    \
     }
 FC_ATTENTION_WGMMA_CONFIGS(FC_ATTENTION_WGMMA_KERNEL)
 

@@ -72,18 +72,27 @@ typedef struct fc_merge_args {
 
 /* Hopper warpgroup-MMA forward (cuda/attention_wgmma.cuh; sm_90a cubin only, launched on
  * compute capability 9.0 alone): blocks of `wgs` warpgroups of 128 threads, each warpgroup
- * owning 64 packed rows, key blocks of `keys`. X(name, head_dim_pad, keys, wgs); the host takes
- * the first whose pad covers head_dim, before the tensor-core prefill configurations, unless
+ * owning 64 packed rows, key blocks of `keys`; `pipe` 1 overlaps the softmax of one key block
+ * with the P·V product of the one before; `blocks` is the launch bound's blocks per SM, which caps
+ * the registers (255 with 1). X(name, head_dim_pad, keys, wgs, pipe, blocks); the host takes the
+ * first whose pad covers head_dim, before the tensor-core prefill configurations, unless
  * FLASHCL_CUDA_ATTENTION_NO_WGMMA is set; FLASHCL_CUDA_ATTENTION_CONFIG=name forces one.
- * One warpgroup per block (two blocks per SM that do not wait at each other's barriers) won at
- * D = 64 and lost at D = 128 (H100, f16, 2026-11-22, against torch's FlashAttention-2 backend:
- * B32 H32 S512 D64 207.9 TF/s (0.84x) vs 193.5 with two warpgroups, B8 S2048 290.4 (1.01x) vs
- * 269.5, causal 230.2 (0.95x) vs 212.2; D128 S4096 356.2 with w1k64 vs 428.1). */
-#define FC_ATTENTION_WGMMA_CONFIGS(X) \
-    X(wgmma_d64w1, 64, 128, 1)        \
-    X(wgmma_d128, 128, 128, 2)        \
-    X(wgmma_d64, 64, 128, 2)          \
-    X(wgmma_d128w1k64, 128, 64, 1)
+ * H100, f16, 2026-11-22 (TF/s against torch's FlashAttention-2 backend in the same run,
+ * bench/results/2026-11-22-h100-session6.md):
+ *   D = 64: one warpgroup per block, three blocks per SM (166 registers, no spill) is what closed
+ *   the short-sequence gap -- B32 S512 244.6 (0.94x) against 208.6 (0.80x) with two blocks per SM
+ *   (183 registers), S1024 causal 0.98x vs 0.85x, S4096 336.7 vs 311.1 -- and won on every point
+ *   of the grid; two warpgroups per block and the overlapped softmax (220 registers, two blocks)
+ *   were slower. Key blocks of 64 at four blocks per SM (wgmma_d64w1k64) win on the shortest
+ *   causal rows alone (S512 causal 1.04x vs 0.97x) and lose from S4096 on.
+ *   D = 128: two warpgroups, one block per SM; the overlapped softmax gains 1-4 % (S512 273.0 vs
+ *   262.9, S4096 causal 364.7 vs 352.0); one warpgroup per block lost everywhere (S4096 349.5
+ *   with 64-key blocks vs 421.5). wgmma_d128 stays for A/B measurements. */
+#define FC_ATTENTION_WGMMA_CONFIGS(X)    \
+    X(wgmma_d64w1b3, 64, 128, 1, 0, 3)   \
+    X(wgmma_d128p, 128, 128, 2, 1, 1)    \
+    X(wgmma_d128, 128, 128, 2, 0, 1)     \
+    X(wgmma_d64w1k64, 64, 64, 1, 0, 4)
 #define FC_ATTENTION_WGMMA_ROWS_PER_WG 64
 #define FC_ATTENTION_WGMMA_WG_THREADS 128
 /* Dynamic shared memory of a configuration: Q, two ring slots of K + V (16-bit), and 1024 bytes

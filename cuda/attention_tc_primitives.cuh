@@ -160,16 +160,16 @@ FC_DEVICE void store_o_pair(const fc_attention_args &a, int64_t b, int64_t i, in
 
 /* Turns the raw scores of one key block into probabilities for one 16-row mma tile, as laid out
  * by mma's accumulators: this thread holds rows g and g + 8 (h = e / 2) at keys
- * n * 8 + 2t + (e & 1). Rescales the rows' accumulators o, sums and maxima (log2 domain) by the
- * online-softmax factor. Without softcap and with a positive scale the scores stay raw: the max
+ * n * 8 + 2t + (e & 1). Rescales the rows' sums l and updates their maxima m (log2 domain),
+ * and returns in alpha the factor by which the caller must rescale their accumulators. Without softcap and with a positive scale the scores stay raw: the max
  * of raw scores times scale·log2(e) is the max of the scaled ones, and each probability is
  * exp2(fma(s, scale·log2(e), -m)), the scale folded into one FMA; otherwise they are transformed
  * first. row0: the tile's first packed row; n0: the block's first key; `masked` is false
  * when every key of the block is visible to every row. */
-template <int NT, int DT8>
-FC_DEVICE void online_softmax_tile(const fc_attention_args &a, float (&s)[NT][4], float (&o)[DT8][4],
-                                   float (&m)[2], float (&l)[2], bool masked, int64_t row0,
-                                   int64_t n0, int g, int t) {
+template <int NT>
+FC_DEVICE void online_softmax_scores(const fc_attention_args &a, float (&s)[NT][4], float (&m)[2],
+                                     float (&l)[2], float (&alpha)[2], bool masked, int64_t row0,
+                                     int64_t n0, int g, int t) {
     const bool fold = a.softcap == 0.0f && a.scale_log2 > 0.0f;
     const float c = fold ? a.scale_log2 : 1.0f;
     if (!fold) {
@@ -204,10 +204,8 @@ FC_DEVICE void online_softmax_tile(const fc_attention_args &a, float (&s)[NT][4]
     for (int h = 0; h < 2; h++) { /* a row's columns are spread over the 4 lanes of its group */
         tile_max[h] = fmaxf(tile_max[h], __shfl_xor_sync(0xffffffffu, tile_max[h], 1));
         tile_max[h] = fmaxf(tile_max[h], __shfl_xor_sync(0xffffffffu, tile_max[h], 2));
-        const float alpha = online_rescale(m[h], tile_max[h] * c, sub[h]);
-        l[h] *= alpha;
-#pragma unroll
-        for (int j = 0; j < DT8; j++) o[j][2 * h] *= alpha, o[j][2 * h + 1] *= alpha;
+        alpha[h] = online_rescale(m[h], tile_max[h] * c, sub[h]);
+        l[h] *= alpha[h];
     }
 #pragma unroll
     for (int n = 0; n < NT; n++)
@@ -216,6 +214,26 @@ FC_DEVICE void online_softmax_tile(const fc_attention_args &a, float (&s)[NT][4]
             s[n][e] = fast_exp2(fmaf(s[n][e], c, -sub[e / 2]));
             l[e / 2] += s[n][e];
         }
+}
+
+/* Multiplies this thread's accumulators of rows g (h = 0) and g + 8 (h = 1) by alpha[h]. */
+template <int DT8>
+FC_DEVICE void rescale_o(float (&o)[DT8][4], const float (&alpha)[2]) {
+#pragma unroll
+    for (int j = 0; j < DT8; j++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) o[j][2 * h] *= alpha[h], o[j][2 * h + 1] *= alpha[h];
+}
+
+/* online_softmax_scores, then the accumulators rescaled at once (kernels that do not overlap
+ * the rescale with a product still in flight). */
+template <int NT, int DT8>
+FC_DEVICE void online_softmax_tile(const fc_attention_args &a, float (&s)[NT][4], float (&o)[DT8][4],
+                                   float (&m)[2], float (&l)[2], bool masked, int64_t row0,
+                                   int64_t n0, int g, int t) {
+    float alpha[2];
+    online_softmax_scores(a, s, m, l, alpha, masked, row0, n0, g, t);
+    rescale_o(o, alpha);
 }
 
 /* The A operand of P·V for keys [16kk, 16kk + 16) from the probabilities of key tiles 2kk and

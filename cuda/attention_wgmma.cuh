@@ -20,6 +20,15 @@
  * are read; wgmma_fence before each group orders the register writes (S's first slice
  * overwrites instead of accumulating, so S needs no zeroing).
  *
+ * PIPE = 1 overlaps the two (FlashAttention-3's intra-warpgroup pipelining): S of the next block
+ * (blk - 1) and P·V of this one are issued together, wgmma_wait<1> waits for S alone, and its
+ * online softmax runs while the tensor cores do P·V; o is rescaled by the new factor once P·V is
+ * done (online_softmax_scores + rescale_o, the two halves of online_softmax_tile). K(blk - 1)
+ * must then be in shared memory with V(blk), so K and V of a block are copied at different
+ * times, into the K and the V half of the block's slot: each handoff below makes V(blk) and
+ * K(blk - 1) ready and starts V(blk - 1) and K(blk - 2). The first block's P·V (the last issued)
+ * is peeled off the loop: a wgmma under a branch makes ptxas serialize every wgmma (C7520).
+ *
  * Shared memory (1024-byte aligned inside the dynamic allocation, whose size the host pads by
  * 1024): Q [ROWS][DP], then a ring of two slots of K [KEYS][DP] + V [KEYS][DP], all in the
  * 128B-swizzled layout. Every thread copies its share with cp.async; K and V of the next block
@@ -33,7 +42,7 @@
 
 #include "attention_wgmma_primitives.cuh"
 
-template <int DT, int DP, int KEYS, int WGS>
+template <int DT, int DP, int KEYS, int WGS, int PIPE>
 __device__ void attention_wgmma(const fc_attention_args &a) {
     constexpr int THREADS = 128 * WGS, ROWS = 64 * WGS, NT = KEYS / 8, DT8 = DP / 8, KD = DP / 16;
     constexpr unsigned Q_BYTES = ROWS * DP * 2, KV_BYTES = KEYS * DP * 2, SLOT = 2 * KV_BYTES;
@@ -76,49 +85,149 @@ __device__ void attention_wgmma(const fc_attention_args &a) {
         cp_async_commit();
     };
 
-    if (plan.last_block >= plan.first_block) {
-        load_tile<ROWS, DP, THREADS, sw128_layout>(smem, (int)a.head_dim,
-                                                   reinterpret_cast<const char *>(a.q), q_row,
-                                                   threadIdx.x);
-        load_kv(plan.last_block * KEYS, 0);
-    }
-
-    int slot = 0;
-    for (int64_t blk = plan.last_block; blk >= plan.first_block; blk--, slot ^= 1) {
-        const int64_t n0 = blk * KEYS;
-        cp_async_wait<0>();         /* K/V(blk) (and, first time, Q): this thread's copies */
-        fence_proxy_async_shared(); /* ... visible to wgmma's reads */
-        __syncthreads();            /* ... everyone's; every warpgroup is done with the other slot */
-        if (blk > plan.first_block) load_kv(n0 - KEYS, slot ^ 1); /* streams during this block */
-
-        /* S = Q·Kᵀ for this warpgroup's 64 rows and the block's KEYS keys. */
-        float s[NT][4];
-        wgmma_fence();
+    if constexpr (PIPE) {
+        /* K and V of a block are copied at different times here, into the K and the V half of
+         * the block's slot ((last_block - blk) & 1): K(blk - 1) must be there when block blk's
+         * P·V is issued, V(blk) by then too. */
+        auto load_k = [&](int64_t blk) {
+            const int64_t n0 = blk * KEYS;
+            load_rows<KEYS, DP, THREADS, sw128_layout>(ring + ((plan.last_block - blk) & 1) * SLOT,
+                                                       (int)a.head_dim, src.k + n0 * src.k_step,
+                                                       src.k_step, a.seqlen_k - n0, threadIdx.x);
+        };
+        auto load_v = [&](int64_t blk) {
+            const int64_t n0 = blk * KEYS;
+            load_rows<KEYS, DP, THREADS, sw128_layout>(
+                ring + ((plan.last_block - blk) & 1) * SLOT + KV_BYTES, (int)a.head_dim,
+                src.v + n0 * src.v_step, src.v_step, a.seqlen_k - n0, threadIdx.x);
+        };
+        auto scores = [&](float (&s)[NT][4], int64_t blk) { /* S = Q·Kᵀ(blk), issued, not waited */
+            const unsigned slot_off = (unsigned)((plan.last_block - blk) & 1) * SLOT;
 #pragma unroll
-        for (int kk = 0; kk < KD; kk++) {
-            const unsigned q_off = (kk % 4) * 32 + (kk / 4) * ROWS * 128;
-            const unsigned k_off = slot * SLOT + (kk % 4) * 32 + (kk / 4) * KEYS * 128;
-            wgmma_ss<DT, KEYS>(s, q_desc + (q_off >> 4), k_desc + (k_off >> 4), kk > 0);
+            for (int kk = 0; kk < KD; kk++) {
+                const unsigned q_off = (kk % 4) * 32 + (kk / 4) * ROWS * 128;
+                const unsigned k_off = slot_off + (kk % 4) * 32 + (kk / 4) * KEYS * 128;
+                wgmma_ss<DT, KEYS>(s, q_desc + (q_off >> 4), k_desc + (k_off >> 4), kk > 0);
+            }
+            wgmma_commit();
+        };
+        auto is_masked = [&](int64_t blk) {
+            const int64_t n0 = blk * KEYS;
+            return n0 < plan.all_lo || n0 + KEYS - 1 > plan.all_hi;
+        };
+        if (plan.last_block >= plan.first_block) {
+            unsigned p[KEYS / 16][4]; /* P of the block whose P·V is next, rounded to DT */
+            float s[NT][4], alpha[2];
+            /* Prologue: S and P of the last block (o is still zero: nothing to rescale). */
+            load_tile<ROWS, DP, THREADS, sw128_layout>(smem, (int)a.head_dim,
+                                                       reinterpret_cast<const char *>(a.q), q_row,
+                                                       threadIdx.x);
+            load_k(plan.last_block);
+            cp_async_commit();
+            load_v(plan.last_block);
+            if (plan.last_block > plan.first_block) load_k(plan.last_block - 1);
+            cp_async_commit();
+            cp_async_wait<1>(); /* Q and K(last) */
+            fence_proxy_async_shared();
+            __syncthreads();
+            wgmma_fence();
+            scores(s, plan.last_block);
+            wgmma_wait<0>();
+            wgmma_fence_operands(s);
+            online_softmax_scores(a, s, m, l, alpha, is_masked(plan.last_block), w0,
+                                  plan.last_block * KEYS, g, t);
+#pragma unroll
+            for (int kk = 0; kk < KEYS / 16; kk++) probabilities_as_a<DT>(p[kk], s, kk);
+
+            /* Block blk > first: S(blk - 1) = Q·Kᵀ and O += P(blk)·V(blk) are issued together, and
+             * the softmax of S(blk - 1) runs while the tensor cores do P·V; o is rescaled by its
+             * factor once P·V is done. The first block (issued last) has P·V alone; it is peeled
+             * off so that no wgmma sits in a branch, which would make ptxas serialize them all. */
+            auto wait_block = [&](int64_t blk) { /* V(blk) and K(blk - 1) copied; see below */
+                cp_async_wait<0>();         /* this thread's copies */
+                fence_proxy_async_shared(); /* ... visible to wgmma's reads */
+                __syncthreads();            /* ... everyone's; every warpgroup is past block
+                                               blk + 1, so V(blk + 1) and K(blk) are not read */
+            };
+            auto issue_pv = [&](int64_t blk) {
+                const unsigned slot_off = (unsigned)((plan.last_block - blk) & 1) * SLOT;
+#pragma unroll
+                for (int kk = 0; kk < KEYS / 16; kk++)
+                    wgmma_rs_tb<DT, DP>(o, p[kk], v_desc + ((slot_off + kk * 16 * 128) >> 4));
+                wgmma_commit();
+            };
+            for (int64_t blk = plan.last_block; blk > plan.first_block; blk--) {
+                wait_block(blk);
+                load_v(blk - 1);
+                if (blk - 2 >= plan.first_block) load_k(blk - 2);
+                cp_async_commit();
+
+                wgmma_fence();
+                scores(s, blk - 1);
+                issue_pv(blk);
+                wgmma_wait<1>(); /* S(blk - 1); P·V may still run */
+                wgmma_fence_operands(s);
+                online_softmax_scores(a, s, m, l, alpha, is_masked(blk - 1), w0, (blk - 1) * KEYS,
+                                      g, t);
+                wgmma_wait<0>();
+                wgmma_fence_operands(o);
+                wgmma_fence_operands(p);
+                rescale_o(o, alpha);
+#pragma unroll
+                for (int kk = 0; kk < KEYS / 16; kk++) probabilities_as_a<DT>(p[kk], s, kk);
+            }
+            wait_block(plan.first_block);
+            wgmma_fence();
+            issue_pv(plan.first_block);
+            wgmma_wait<0>();
+            wgmma_fence_operands(o);
+            wgmma_fence_operands(p);
         }
-        wgmma_commit();
-        wgmma_wait<0>();
-        wgmma_fence_operands(s);
+    } else {
+        if (plan.last_block >= plan.first_block) {
+            load_tile<ROWS, DP, THREADS, sw128_layout>(smem, (int)a.head_dim,
+                                                       reinterpret_cast<const char *>(a.q), q_row,
+                                                       threadIdx.x);
+            load_kv(plan.last_block * KEYS, 0);
+        }
 
-        const bool masked = n0 < plan.all_lo || n0 + KEYS - 1 > plan.all_hi;
-        online_softmax_tile(a, s, o, m, l, masked, w0, n0, g, t);
+        int slot = 0;
+        for (int64_t blk = plan.last_block; blk >= plan.first_block; blk--, slot ^= 1) {
+            const int64_t n0 = blk * KEYS;
+            cp_async_wait<0>();         /* K/V(blk) (and, first time, Q): this thread's copies */
+            fence_proxy_async_shared(); /* ... visible to wgmma's reads */
+            __syncthreads();            /* ... everyone's; every warpgroup is done with the other slot */
+            if (blk > plan.first_block) load_kv(n0 - KEYS, slot ^ 1); /* streams during this block */
 
-        /* O += P·V: keys [16kk, 16kk + 16) of P are the A operand of slice kk. */
-        unsigned p[KEYS / 16][4];
+            /* S = Q·Kᵀ for this warpgroup's 64 rows and the block's KEYS keys. */
+            float s[NT][4];
+            wgmma_fence();
 #pragma unroll
-        for (int kk = 0; kk < KEYS / 16; kk++) probabilities_as_a<DT>(p[kk], s, kk);
-        wgmma_fence();
+            for (int kk = 0; kk < KD; kk++) {
+                const unsigned q_off = (kk % 4) * 32 + (kk / 4) * ROWS * 128;
+                const unsigned k_off = slot * SLOT + (kk % 4) * 32 + (kk / 4) * KEYS * 128;
+                wgmma_ss<DT, KEYS>(s, q_desc + (q_off >> 4), k_desc + (k_off >> 4), kk > 0);
+            }
+            wgmma_commit();
+            wgmma_wait<0>();
+            wgmma_fence_operands(s);
+
+            const bool masked = n0 < plan.all_lo || n0 + KEYS - 1 > plan.all_hi;
+            online_softmax_tile(a, s, o, m, l, masked, w0, n0, g, t);
+
+            /* O += P·V: keys [16kk, 16kk + 16) of P are the A operand of slice kk. */
+            unsigned p[KEYS / 16][4];
 #pragma unroll
-        for (int kk = 0; kk < KEYS / 16; kk++)
-            wgmma_rs_tb<DT, DP>(o, p[kk], v_desc + ((slot * SLOT + kk * 16 * 128) >> 4));
-        wgmma_commit();
-        wgmma_wait<0>();
-        wgmma_fence_operands(o);
-        wgmma_fence_operands(p);
+            for (int kk = 0; kk < KEYS / 16; kk++) probabilities_as_a<DT>(p[kk], s, kk);
+            wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < KEYS / 16; kk++)
+                wgmma_rs_tb<DT, DP>(o, p[kk], v_desc + ((slot * SLOT + kk * 16 * 128) >> 4));
+            wgmma_commit();
+            wgmma_wait<0>();
+            wgmma_fence_operands(o);
+            wgmma_fence_operands(p);
+        }
     }
 
     if (a.splits > 1) { /* f32 partials for the split-KV merge: pairs straight from registers */

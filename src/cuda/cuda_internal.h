@@ -35,7 +35,7 @@ enum {
     FC_TC_DECODE_CONFIG_COUNT
 };
 enum {
-#define FC_WGMMA_CONFIG_ENUM_(name, pad, keys, wgs) FC_WGMMA_CONFIG_##name,
+#define FC_WGMMA_CONFIG_ENUM_(name, pad, keys, wgs, pipe, blocks) FC_WGMMA_CONFIG_##name,
     FC_ATTENTION_WGMMA_CONFIGS(FC_WGMMA_CONFIG_ENUM_)
 #undef FC_WGMMA_CONFIG_ENUM_
     FC_WGMMA_CONFIG_COUNT

@@ -190,7 +190,7 @@ static flashcl_status get_attention_kernels(fc_cuda_context *ctx) {
 #undef FC_GET_TC_DECODE_
     /* The wgmma kernels are empty outside the sm_90a cubin, which only a compute capability 9.0
      * device loads: elsewhere they are looked up (every image has them) but never usable. */
-#define FC_GET_WGMMA_(cfg, pad, keys, wgs)                                                     \
+#define FC_GET_WGMMA_(cfg, pad, keys, wgs, pipe, blocks)                                                 \
     for (dt = FLASHCL_F16; dt <= FLASHCL_BF16 && st == FLASHCL_SUCCESS; dt++) {                \
         fc_cuda_attention_kernel *kw = &k->attention_wgmma[FC_WGMMA_CONFIG_##cfg][dt - 1];    \
         snprintf(name, sizeof name, "fc_attention_" #cfg "_%s", fc_dtype_suffix[dt]);          \

@@ -267,7 +267,7 @@ static void test_wgmma_paths(void **state) {
         const char *name;
         int pad;
     } configs[] = {
-#define WGMMA_CONFIG_(name, pad, keys, wgs) {#name, pad},
+#define WGMMA_CONFIG_(name, pad, keys, wgs, pipe, blocks) {#name, pad},
         FC_ATTENTION_WGMMA_CONFIGS(WGMMA_CONFIG_)
 #undef WGMMA_CONFIG_
     };
@@ -312,7 +312,7 @@ static int probe_wgmma(void) {
         t[i].shape[0] = 1, t[i].shape[1] = N, t[i].shape[2] = 1, t[i].shape[3] = D;
         t[i].strides[0] = N * D, t[i].strides[1] = D, t[i].strides[2] = D, t[i].strides[3] = 1;
     }
-    setenv("FLASHCL_CUDA_ATTENTION_CONFIG", "wgmma_d64", 1);
+    setenv("FLASHCL_CUDA_ATTENTION_CONFIG", "wgmma_d64w1b3", 1);
     st = flashcl_attention_forward(g_ctx, &p, &t[0], &t[1], &t[2], &t[3], NULL);
     unsetenv("FLASHCL_CUDA_ATTENTION_CONFIG");
     flashcl_buffer_destroy(buf);
