@@ -220,13 +220,12 @@ def run_softmax(fl, torch, args):
     return failures
 
 
-ATTENTION_SHAPES = [  # (batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim, causal)
-    # FlashAttention's grid (B*S = 16384, H = 2048 / D), both masks
-    (16, 1024, 1024, 16, 16, 128, 0), (16, 1024, 1024, 16, 16, 128, 1),
-    (4, 4096, 4096, 16, 16, 128, 0), (4, 4096, 4096, 16, 16, 128, 1),
-    (1, 16384, 16384, 16, 16, 128, 0), (1, 16384, 16384, 16, 16, 128, 1),
-    (32, 512, 512, 32, 32, 64, 0), (8, 2048, 2048, 32, 32, 64, 0), (8, 2048, 2048, 32, 32, 64, 1),
-    # GQA prefill, chunked prefill (Sq < Sk, bottom-right causal), decode
+# (batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim, causal): FlashAttention's grid
+# (D 64 and 128, S 512..16384, B*S = 16384, H = 2048 / D, both masks), then GQA prefill, chunked
+# prefill (Sq < Sk, bottom-right causal) and decode.
+ATTENTION_SHAPES = [(16384 // s, s, s, 2048 // d, 2048 // d, d, causal)
+                    for d in (64, 128) for s in (512, 1024, 2048, 4096, 8192, 16384)
+                    for causal in (0, 1)] + [
     (2, 8192, 8192, 16, 4, 128, 1), (4, 512, 4096, 32, 8, 128, 1),
     (1, 1, 65536, 32, 4, 128, 0), (8, 1, 8192, 32, 8, 128, 0), (8, 16, 16384, 32, 8, 128, 1),
 ]

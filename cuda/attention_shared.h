@@ -84,7 +84,8 @@ typedef struct fc_merge_args {
  *   (183 registers), S1024 causal 0.98x vs 0.85x, S4096 336.7 vs 311.1 -- and won on every point
  *   of the grid; two warpgroups per block and the overlapped softmax (220 registers, two blocks)
  *   were slower. Key blocks of 64 at four blocks per SM (wgmma_d64w1k64) win on the shortest
- *   causal rows alone (S512 causal 1.04x vs 0.97x) and lose from S4096 on.
+ *   causal rows alone (S512 causal 1.04x vs 0.97x) and lose from S2048 on: the host takes them
+ *   for causal calls with seqlen_k <= 1024 (choose_kernel in src/cuda/attention.c).
  *   D = 128: two warpgroups, one block per SM; the overlapped softmax gains 1-4 % (S512 273.0 vs
  *   262.9, S4096 causal 364.7 vs 352.0); one warpgroup per block lost everywhere (S4096 349.5
  *   with 64-key blocks vs 421.5). wgmma_d128 stays for A/B measurements. */

@@ -253,6 +253,8 @@ static void test_wgmma_paths(void **state) {
         {FLASHCL_BF16, 3, 5, 300, 6, 3, 128, 0, -1, -1, 0, 0, 1, "wgmma 10 packed rows per block", NULL},
         {FLASHCL_F16, 1, 129, 129, 2, 2, 64, 1, -1, -1, 0, 0, 1, "wgmma d64, causal 129", NULL},
         {FLASHCL_BF16, 1, 200, 260, 4, 2, 120, 0, -1, -1, 0, 0, 1, "wgmma D 120 (d128), GQA", NULL},
+        {FLASHCL_BF16, 8, 300, 300, 8, 4, 128, 1, -1, -1, 0, 0, 1,
+         "wgmma d128, causal GQA, 160 blocks (more than an H100's SMs)", NULL},
     };
     static const at_case halves[] = {
         {FLASHCL_F16, 1, 5, 300, 4, 2, 64, 0, -1, -1, 0, 0, 1, "wgmma merge f16", NULL},
