@@ -76,6 +76,11 @@ typedef struct fc_cuda_kernels {
     /* Blocks of the split-held kernel one SM holds at once (occupancy API); times the SM count
      * it caps the slices of a row, which must all be running together. */
     int softmax_split_held_blocks_per_sm[FC_CUDA_DTYPES];
+    /* The same slices as one thread-block cluster per row (cuda/softmax_split_held.cuh);
+     * usable where the kernels were compiled for compute_90+ and the driver has
+     * cuLaunchKernelEx. */
+    CUfunction softmax_cluster_held[FC_CUDA_DTYPES];
+    int softmax_cluster_held_usable;
     fc_cuda_attention_kernel attention_tc[FC_TC_CONFIG_COUNT][2];        /* [config][f16, bf16] */
     fc_cuda_attention_kernel attention_tc_decode[FC_TC_DECODE_CONFIG_COUNT][2];
     fc_cuda_attention_kernel attention_wgmma[FC_WGMMA_CONFIG_COUNT][2]; /* usable on cc 9.0 only */

@@ -102,6 +102,20 @@ static flashcl_status size_split_held_kernel(fc_cuda_context *ctx, int dt) {
     return FLASHCL_SUCCESS;
 }
 
+/* Whether the cluster-held kernels of dtype dt can run here (all dtypes must): the loaded code
+ * has their bodies (PTX version 90+: compute capability 9.0 code) and the driver can launch
+ * clusters (cuLaunchKernelEx). */
+static void size_cluster_held_kernel(fc_cuda_context *ctx, int dt) {
+    fc_cuda_kernels *k = &ctx->kernels;
+    int ptx = 0;
+    const int usable =
+        fc_cu()->LaunchKernelEx != NULL && ctx->cc_major >= 9 &&
+        fc_cu()->FuncGetAttribute(&ptx, CU_FUNC_ATTRIBUTE_PTX_VERSION,
+                                  k->softmax_cluster_held[dt]) == CUDA_SUCCESS &&
+        ptx >= 90;
+    k->softmax_cluster_held_usable = (dt == 0 || k->softmax_cluster_held_usable) && usable;
+}
+
 /* softmax kernels of input dtype `dt` */
 static flashcl_status get_softmax_kernels(fc_cuda_context *ctx, int dt) {
     fc_cuda_kernels *k = &ctx->kernels;
@@ -124,9 +138,11 @@ static flashcl_status get_softmax_kernels(fc_cuda_context *ctx, int dt) {
     FC_GET_(softmax_split_normalize, "fc_softmax_split_normalize")
     FC_GET_(softmax_staged, "fc_softmax_staged")
     FC_GET_(softmax_split_held, "fc_softmax_split_held")
+    FC_GET_(softmax_cluster_held, "fc_softmax_cluster_held")
 #undef FC_GET_
     if (st == FLASHCL_SUCCESS) st = size_resident_kernel(ctx, dt);
     if (st == FLASHCL_SUCCESS) st = size_split_held_kernel(ctx, dt);
+    if (st == FLASHCL_SUCCESS) size_cluster_held_kernel(ctx, dt);
     if (st != FLASHCL_SUCCESS) return st;
     return size_staged_kernel(ctx, dt);
 }

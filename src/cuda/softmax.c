@@ -380,12 +380,54 @@ static flashcl_status run_staged(fc_cuda_context *ctx, const fc_softmax_desc *d,
     return FLASHCL_SUCCESS;
 }
 
+/* The cluster-held kernel: the split-held kernel's slices of each row as one cluster (rows *
+ * slices blocks, clusters of `slices`), nothing to zero first. Clusters of at most 8 blocks
+ * (the portable size): on an H100 (2026-11-22, bench/results/2026-11-22-h100-session6.md) 5
+ * and 8 slices ran faster than the ticketed kernel (2048x65536 f16 0.242 ms against 0.250, f32
+ * 0.389 against 0.401), while 16 slices (a non-portable cluster) ran slower (1024x131072 f16
+ * 0.259 against 0.249), and so did 8 slices of 16384 columns in 512-thread blocks (0.264).
+ * A launch the driver refuses
+ * (e.g. a cluster that does not fit beside another context's work) returns its status without
+ * setting an error, and the caller takes the ticketed kernel instead. */
+#define FC_CLUSTER_MAX 8
+static flashcl_status run_cluster_held(fc_cuda_context *ctx, const fc_softmax_desc *d,
+                                       fc_softmax_args *a, int64_t slices) {
+    const uint64_t blocks = (uint64_t)d->rows * (uint64_t)slices;
+    CUlaunchConfig config;
+    CUlaunchAttribute attribute;
+    void *params[1];
+    if (blocks > FC_MAX_GRID_X) return FLASHCL_UNSUPPORTED; /* clusters run along x only */
+    a->chunks = (int32_t)slices;
+    a->chunk_cols = FC_SPLIT_HELD_SLICE;
+    params[0] = a;
+    memset(&config, 0, sizeof config);
+    memset(&attribute, 0, sizeof attribute);
+    attribute.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attribute.value.clusterDim.x = (unsigned)slices;
+    attribute.value.clusterDim.y = 1;
+    attribute.value.clusterDim.z = 1;
+    config.gridDimX = (unsigned)blocks, config.gridDimY = 1, config.gridDimZ = 1;
+    config.blockDimX = FC_SOFTMAX_SPLIT_HELD_THREADS, config.blockDimY = 1, config.blockDimZ = 1;
+    config.hStream = ctx->stream;
+    config.attrs = &attribute;
+    config.numAttrs = 1;
+    return fc_cu()->LaunchKernelEx(&config, ctx->kernels.softmax_cluster_held[d->x_dtype],
+                                   params, NULL) == CUDA_SUCCESS
+               ? FLASHCL_SUCCESS
+               : FLASHCL_BACKEND_ERROR;
+}
+
 /* The split-held kernel: rows * slices blocks, whose row and slice come from their tickets (not
  * their block index), after the arrival counters and the ticket counter are zeroed. A plain
  * launch: plan_split_held keeps a row's slices within one per SM. */
 static flashcl_status run_split_held(fc_cuda_context *ctx, const fc_softmax_desc *d,
                                      fc_softmax_args *a, int64_t slices) {
-    flashcl_status st = exchange_scratch(ctx, d, a, slices, (uint64_t)d->rows + 1);
+    flashcl_status st;
+    if (ctx->kernels.softmax_cluster_held_usable && slices <= FC_CLUSTER_MAX &&
+        !fc_env_flag("FLASHCL_CUDA_SOFTMAX_NO_CLUSTER") &&
+        run_cluster_held(ctx, d, a, slices) == FLASHCL_SUCCESS)
+        return FLASHCL_SUCCESS;
+    st = exchange_scratch(ctx, d, a, slices, (uint64_t)d->rows + 1);
     if (st != FLASHCL_SUCCESS) return st;
     a->chunk_cols = FC_SPLIT_HELD_SLICE;
     return launch(ctx, ctx->kernels.softmax_split_held[d->x_dtype],
@@ -409,9 +451,10 @@ static void trace_plan(const fc_cuda_context *ctx, const fc_softmax_desc *d, pla
                 (long long)staged->chunks, (long long)staged->chunk_cols,
                 (long long)staged->held_cols, staged->buffers, (long long)staged->rows_per_grid);
     if (plan == PLAN_SPLIT_HELD)
-        fprintf(stderr, " slices %lld of %lld columns (%d blocks per SM fit)", (long long)slices,
-                (long long)FC_SPLIT_HELD_SLICE,
-                ctx->kernels.softmax_split_held_blocks_per_sm[d->x_dtype]);
+        fprintf(stderr, " slices %lld of %lld columns (%d blocks per SM fit; clusters %s)",
+                (long long)slices, (long long)FC_SPLIT_HELD_SLICE,
+                ctx->kernels.softmax_split_held_blocks_per_sm[d->x_dtype],
+                ctx->kernels.softmax_cluster_held_usable ? "usable" : "not usable");
     fputc('\n', stderr);
 }
 

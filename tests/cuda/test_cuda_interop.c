@@ -2,7 +2,8 @@
  * itself (dlopen, tests/cuda/cuda_driver.h), uploads with cuMemcpyHtoD, wraps the memory with
  * flashcl_buffer_wrap_cuda, runs flashcl_softmax on a stream of its own set with
  * flashcl_context_set_cuda_stream, waits on that stream, downloads with cuMemcpyDtoH and checks
- * every element against host_ref. Without a CUDA device it prints "SKIP: ..." and exits 77. */
+ * every element against host_ref; the split-held softmax as clusters and as tickets must agree
+ * bit for bit. Without a CUDA device it prints "SKIP: ..." and exits 77. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -221,9 +222,81 @@ static void test_softmax_on_wrapped_memory(void **state) {
         /* 16-bit register rows with 32 items per thread (b128x32, b256x32) */
         {FLASHCL_BF16, FLASHCL_BF16, 70, 4000, 0, 0, 1.0f, 0, 0, 1, FLASHCL_SOFTMAX_AUTO},
         {FLASHCL_F16, FLASHCL_F16, 70, 8192, 0, 0, 1.0f, 1, 0, 1, FLASHCL_SOFTMAX_ROW_IN_REGISTERS},
+        /* split-held slices: 16 per row (ticketed), 8 and 5 (a cluster per row, the last with a
+         * tail) */
+        {FLASHCL_F16, FLASHCL_F16, 9, 131072, 0, 0, 1.0f, 0, 0, 1, FLASHCL_SOFTMAX_AUTO},
+        {FLASHCL_BF16, FLASHCL_F16, 11, 65536, 0, 0, 1.0f, 1, 0, 1, FLASHCL_SOFTMAX_AUTO},
+        {FLASHCL_F32, FLASHCL_BF16, 8, 32771, 2, 1, 0.5f, 1, 0, 1, FLASHCL_SOFTMAX_AUTO},
     };
     (void)state;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(&cases[i]);
+}
+
+/* The cluster-held kernel (a row's slices in one thread-block cluster, compute capability 9.0+,
+ * rows of at most 8 slices of 8192 columns) and the ticketed split-held kernel it replaces
+ * there (FLASHCL_CUDA_SOFTMAX_NO_CLUSTER=1) merge
+ * the slices' (max, sum) in the same order: their outputs must be the same bits, special rows
+ * included. Both are also checked against host_ref. */
+static void test_cluster_and_ticketed_split_agree(void **state) {
+    static const struct {
+        flashcl_dtype dt;
+        int64_t rows, cols;
+        int log;
+    } shapes[] = {{FLASHCL_F16, 7, 65536, 0}, {FLASHCL_F32, 7, 65537, 1}, {FLASHCL_BF16, 3, 40000, 0},
+                  {FLASHCL_F32, 4, 49153, 1}};
+    (void)state;
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        const flashcl_dtype dt = shapes[s].dt;
+        const int64_t rows = shapes[s].rows, cols = shapes[s].cols;
+        const size_t es = host_ref_dtype_size(dt), bytes = (size_t)(rows * cols) * es;
+        unsigned char *x_host = malloc(bytes), *y_cluster = malloc(bytes), *y_ticket = malloc(bytes);
+        float *row = malloc((size_t)cols * sizeof *row);
+        double *ref = malloc((size_t)cols * sizeof *ref);
+        flashcl_softmax_params params = {1.0f, shapes[s].log, FLASHCL_SOFTMAX_AUTO};
+        flashcl_buffer *xb = NULL, *yb = NULL;
+        flashcl_tensor x, y;
+        uint64_t seed = 777;
+        assert_true(x_host && y_cluster && y_ticket && row && ref);
+        for (int64_t r = 0; r < rows; r++) {
+            fill_row(row, cols, r, 1, &seed);
+            for (int64_t j = 0; j < cols; j++) host_ref_store(dt, x_host, (size_t)(r * cols + j), row[j]);
+        }
+        assert_int_equal(flashcl_buffer_create(g_ctx, bytes, &xb), FLASHCL_SUCCESS);
+        assert_int_equal(flashcl_buffer_create(g_ctx, bytes, &yb), FLASHCL_SUCCESS);
+        assert_int_equal(flashcl_buffer_write(xb, 0, x_host, bytes), FLASHCL_SUCCESS);
+        memset(&x, 0, sizeof x);
+        x.buffer = xb, x.dtype = dt, x.ndim = 2;
+        x.shape[0] = rows, x.shape[1] = cols, x.strides[0] = cols, x.strides[1] = 1;
+        y = x;
+        y.buffer = yb;
+        for (int pass = 0; pass < 2; pass++) {
+            unsigned char *out = pass ? y_ticket : y_cluster;
+            memset(out, 0x5a, bytes);
+            assert_int_equal(flashcl_buffer_write(yb, 0, out, bytes), FLASHCL_SUCCESS); /* poison */
+            if (pass) setenv("FLASHCL_CUDA_SOFTMAX_NO_CLUSTER", "1", 1);
+            if (flashcl_softmax(g_ctx, &params, &x, &y) != FLASHCL_SUCCESS)
+                fail_msg("flashcl_softmax: %s", flashcl_last_error());
+            unsetenv("FLASHCL_CUDA_SOFTMAX_NO_CLUSTER");
+            assert_int_equal(flashcl_buffer_read(yb, 0, out, bytes), FLASHCL_SUCCESS);
+        }
+        if (memcmp(y_cluster, y_ticket, bytes) != 0)
+            fail_msg("%s %lldx%lld: the cluster and ticketed split-held kernels differ",
+                     host_ref_dtype_name(dt), (long long)rows, (long long)cols);
+        for (int64_t r = 0; r < rows; r++) {
+            for (int64_t j = 0; j < cols; j++) row[j] = host_ref_load(dt, x_host, (size_t)(r * cols + j));
+            host_ref_softmax_row(row, ref, cols, 1.0f, shapes[s].log);
+            for (int64_t j = 0; j < cols; j++) {
+                const float got = host_ref_load(dt, y_cluster, (size_t)(r * cols + j));
+                if (!value_ok(dt, got, ref[j], shapes[s].log))
+                    fail_msg("%s %lldx%lld: y[%lld][%lld] = %.9g, reference %.9g",
+                             host_ref_dtype_name(dt), (long long)rows, (long long)cols,
+                             (long long)r, (long long)j, (double)got, ref[j]);
+            }
+        }
+        flashcl_buffer_destroy(xb);
+        flashcl_buffer_destroy(yb);
+        free(x_host), free(y_cluster), free(y_ticket), free(row), free(ref);
+    }
 }
 
 static void test_forced_registers_unsupported_for_long_rows(void **state) {
@@ -344,6 +417,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_device_info),
         cmocka_unit_test(test_softmax_on_wrapped_memory),
+        cmocka_unit_test(test_cluster_and_ticketed_split_agree),
         cmocka_unit_test(test_forced_registers_unsupported_for_long_rows),
         cmocka_unit_test(test_wrap_rejects_bad_memory),
         cmocka_unit_test(test_stream_switching),
