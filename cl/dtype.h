@@ -51,7 +51,10 @@
 /* Elements of a 16-byte chunk. */
 #define FC_CHUNK(dt) ((dt) == FC_F32 ? 4u : 8u)
 
-/* f16 <-> f32: 1 = integer code on the bits (every device), 2 = NVIDIA inline PTX cvt. */
+/* f16 <-> f32: 1 = integer code on the bits (every device), 2 = NVIDIA inline PTX cvt, 3 = the
+ * vload_half / vstore_half_rte built-ins on private copies of the bits, four at a time where a
+ * chunk is converted (CPUs: PoCL turns vload_half4 into one vector conversion, where the integer
+ * code ran element by element). */
 #ifndef FC_HALF_IMPL
 #define FC_HALF_IMPL 1
 #endif
@@ -85,6 +88,19 @@ FC_INLINE uint fc_float_to_half(float f)
     uint h;
     FC_ASM("{ .reg .b16 t; cvt.rn.f16.f32 t, %1; cvt.u32.u16 %0, t; }" : "=r"(h) : "f"(f));
     return h;
+}
+#elif FC_HALF_IMPL == 3
+FC_INLINE float fc_half_to_float(uint h)
+{
+    const ushort bits = (ushort)h;
+    return vload_half(0, (const __private half *)&bits);
+}
+
+FC_INLINE uint fc_float_to_half(float f)
+{
+    ushort bits;
+    vstore_half_rte(f, 0, (__private half *)&bits);
+    return bits;
 }
 #else
 FC_INLINE float fc_half_to_float(uint h)
@@ -209,6 +225,12 @@ FC_INLINE float fc_chunk_elem(const int dt, uint4 r, uint e)
 /* Elements 4h .. 4h+3 of a chunk. */
 FC_INLINE float4 fc_chunk_quad(const int dt, uint4 r, uint h)
 {
+#if FC_HALF_IMPL == 3
+    if (dt == FC_F16) {
+        const uint2 w = h ? r.zw : r.xy;
+        return vload_half4(0, (const __private half *)&w);
+    }
+#endif
     return (float4)(fc_chunk_elem(dt, r, 4 * h), fc_chunk_elem(dt, r, 4 * h + 1),
                     fc_chunk_elem(dt, r, 4 * h + 2), fc_chunk_elem(dt, r, 4 * h + 3));
 }
@@ -267,6 +289,19 @@ FC_INLINE void fc_chunk_store_as(const int xdt, const int ydt, __global void *ro
             if (n == 8)
                 fc_store16((__global uint4 *)row + j / 4 + 1, as_uint4(q1), streaming);
         } else {
+#if FC_HALF_IMPL == 3
+            if (ydt == FC_F16) { /* four conversions at a time (see FC_HALF_IMPL) */
+                uint4 w;
+                vstore_half4_rte(q0, 0, (__private half *)&w);
+                if (n == 8) {
+                    vstore_half4_rte(q1, 1, (__private half *)&w);
+                    fc_store16((__global uint4 *)row + j / 8, w, streaming);
+                } else {
+                    ((__global uint2 *)row)[j / 4] = w.xy;
+                }
+                return;
+            }
+#endif
             const uint2 w0 = (uint2)(fc_pack2(ydt, q0.x, q0.y), fc_pack2(ydt, q0.z, q0.w));
             if (n == 8) {
                 fc_store16((__global uint4 *)row + j / 8,
