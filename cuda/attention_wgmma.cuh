@@ -75,63 +75,68 @@ __device__ void attention_wgmma(const fc_attention_args &a) {
 
     const kv_sources src = kv_sources_of(a, b, kv_head);
     auto q_row = [&](int r, bool &ok) { return q_row_address(a, r0 + r, b, kv_head, ok); };
-    auto load_kv = [&](int64_t n0, int slot) { /* K and V rows [n0, n0 + KEYS) into a slot */
-        unsigned char *dst = ring + slot * SLOT;
-        load_rows<KEYS, DP, THREADS, sw128_layout>(dst, (int)a.head_dim, src.k + n0 * src.k_step,
-                                                   src.k_step, a.seqlen_k - n0, threadIdx.x);
-        load_rows<KEYS, DP, THREADS, sw128_layout>(dst + KV_BYTES, (int)a.head_dim,
+    auto load_q = [&]() {
+        load_tile<ROWS, DP, THREADS, sw128_layout>(smem, (int)a.head_dim,
+                                                   reinterpret_cast<const char *>(a.q), q_row,
+                                                   threadIdx.x);
+    };
+    /* K or V rows [blk * KEYS, blk * KEYS + KEYS) into the K or the V half of a slot. */
+    auto load_k = [&](int64_t blk, unsigned slot) {
+        const int64_t n0 = blk * KEYS;
+        load_rows<KEYS, DP, THREADS, sw128_layout>(ring + slot * SLOT, (int)a.head_dim,
+                                                   src.k + n0 * src.k_step, src.k_step,
+                                                   a.seqlen_k - n0, threadIdx.x);
+    };
+    auto load_v = [&](int64_t blk, unsigned slot) {
+        const int64_t n0 = blk * KEYS;
+        load_rows<KEYS, DP, THREADS, sw128_layout>(ring + slot * SLOT + KV_BYTES, (int)a.head_dim,
                                                    src.v + n0 * src.v_step, src.v_step,
                                                    a.seqlen_k - n0, threadIdx.x);
-        cp_async_commit();
+    };
+    /* S = Q·Kᵀ for this warpgroup's 64 rows and the KEYS keys in `slot`: issued, not waited. */
+    auto issue_scores = [&](float (&s)[NT][4], unsigned slot) {
+#pragma unroll
+        for (int kk = 0; kk < KD; kk++) {
+            const unsigned q_off = (kk % 4) * 32 + (kk / 4) * ROWS * 128;
+            const unsigned k_off = slot * SLOT + (kk % 4) * 32 + (kk / 4) * KEYS * 128;
+            wgmma_ss<DT, KEYS>(s, q_desc + (q_off >> 4), k_desc + (k_off >> 4), kk > 0);
+        }
+        wgmma_commit();
+    };
+    /* O += P·V with the V in `slot`: keys [16kk, 16kk + 16) of P are the A operand of slice kk.
+     * Issued, not waited. */
+    auto issue_pv = [&](const unsigned (&p)[KEYS / 16][4], unsigned slot) {
+#pragma unroll
+        for (int kk = 0; kk < KEYS / 16; kk++)
+            wgmma_rs_tb<DT, DP>(o, p[kk], v_desc + ((slot * SLOT + kk * 16 * 128) >> 4));
+        wgmma_commit();
+    };
+    /* Whether block blk has keys some row of this block may not see. */
+    auto is_masked = [&](int64_t blk) {
+        const int64_t n0 = blk * KEYS;
+        return n0 < plan.all_lo || n0 + KEYS - 1 > plan.all_hi;
     };
 
     if constexpr (PIPE) {
         /* K and V of a block are copied at different times here, into the K and the V half of
-         * the block's slot ((last_block - blk) & 1): K(blk - 1) must be there when block blk's
-         * P·V is issued, V(blk) by then too. */
-        auto load_k = [&](int64_t blk) {
-            const int64_t n0 = blk * KEYS;
-            load_rows<KEYS, DP, THREADS, sw128_layout>(ring + ((plan.last_block - blk) & 1) * SLOT,
-                                                       (int)a.head_dim, src.k + n0 * src.k_step,
-                                                       src.k_step, a.seqlen_k - n0, threadIdx.x);
-        };
-        auto load_v = [&](int64_t blk) {
-            const int64_t n0 = blk * KEYS;
-            load_rows<KEYS, DP, THREADS, sw128_layout>(
-                ring + ((plan.last_block - blk) & 1) * SLOT + KV_BYTES, (int)a.head_dim,
-                src.v + n0 * src.v_step, src.v_step, a.seqlen_k - n0, threadIdx.x);
-        };
-        auto scores = [&](float (&s)[NT][4], int64_t blk) { /* S = Q·Kᵀ(blk), issued, not waited */
-            const unsigned slot_off = (unsigned)((plan.last_block - blk) & 1) * SLOT;
-#pragma unroll
-            for (int kk = 0; kk < KD; kk++) {
-                const unsigned q_off = (kk % 4) * 32 + (kk / 4) * ROWS * 128;
-                const unsigned k_off = slot_off + (kk % 4) * 32 + (kk / 4) * KEYS * 128;
-                wgmma_ss<DT, KEYS>(s, q_desc + (q_off >> 4), k_desc + (k_off >> 4), kk > 0);
-            }
-            wgmma_commit();
-        };
-        auto is_masked = [&](int64_t blk) {
-            const int64_t n0 = blk * KEYS;
-            return n0 < plan.all_lo || n0 + KEYS - 1 > plan.all_hi;
-        };
+         * the block's slot (slot_of): K(blk - 1) must be there when block blk's P·V is issued,
+         * V(blk) by then too. */
+        auto slot_of = [&](int64_t blk) { return (unsigned)((plan.last_block - blk) & 1); };
         if (plan.last_block >= plan.first_block) {
             unsigned p[KEYS / 16][4]; /* P of the block whose P·V is next, rounded to DT */
             float s[NT][4], alpha[2];
             /* Prologue: S and P of the last block (o is still zero: nothing to rescale). */
-            load_tile<ROWS, DP, THREADS, sw128_layout>(smem, (int)a.head_dim,
-                                                       reinterpret_cast<const char *>(a.q), q_row,
-                                                       threadIdx.x);
-            load_k(plan.last_block);
+            load_q();
+            load_k(plan.last_block, 0);
             cp_async_commit();
-            load_v(plan.last_block);
-            if (plan.last_block > plan.first_block) load_k(plan.last_block - 1);
+            load_v(plan.last_block, 0);
+            if (plan.last_block > plan.first_block) load_k(plan.last_block - 1, 1);
             cp_async_commit();
             cp_async_wait<1>(); /* Q and K(last) */
             fence_proxy_async_shared();
             __syncthreads();
             wgmma_fence();
-            scores(s, plan.last_block);
+            issue_scores(s, 0);
             wgmma_wait<0>();
             wgmma_fence_operands(s);
             online_softmax_scores(a, s, m, l, alpha, is_masked(plan.last_block), w0,
@@ -143,28 +148,21 @@ __device__ void attention_wgmma(const fc_attention_args &a) {
              * the softmax of S(blk - 1) runs while the tensor cores do P·V; o is rescaled by its
              * factor once P·V is done. The first block (issued last) has P·V alone; it is peeled
              * off so that no wgmma sits in a branch, which would make ptxas serialize them all. */
-            auto wait_block = [&](int64_t blk) { /* V(blk) and K(blk - 1) copied; see below */
+            auto wait_block = [&]() { /* V(blk) and K(blk - 1) copied; see below */
                 cp_async_wait<0>();         /* this thread's copies */
                 fence_proxy_async_shared(); /* ... visible to wgmma's reads */
                 __syncthreads();            /* ... everyone's; every warpgroup is past block
                                                blk + 1, so V(blk + 1) and K(blk) are not read */
             };
-            auto issue_pv = [&](int64_t blk) {
-                const unsigned slot_off = (unsigned)((plan.last_block - blk) & 1) * SLOT;
-#pragma unroll
-                for (int kk = 0; kk < KEYS / 16; kk++)
-                    wgmma_rs_tb<DT, DP>(o, p[kk], v_desc + ((slot_off + kk * 16 * 128) >> 4));
-                wgmma_commit();
-            };
             for (int64_t blk = plan.last_block; blk > plan.first_block; blk--) {
-                wait_block(blk);
-                load_v(blk - 1);
-                if (blk - 2 >= plan.first_block) load_k(blk - 2);
+                wait_block();
+                load_v(blk - 1, slot_of(blk - 1));
+                if (blk - 2 >= plan.first_block) load_k(blk - 2, slot_of(blk - 2));
                 cp_async_commit();
 
                 wgmma_fence();
-                scores(s, blk - 1);
-                issue_pv(blk);
+                issue_scores(s, slot_of(blk - 1));
+                issue_pv(p, slot_of(blk));
                 wgmma_wait<1>(); /* S(blk - 1); P·V may still run */
                 wgmma_fence_operands(s);
                 online_softmax_scores(a, s, m, l, alpha, is_masked(blk - 1), w0, (blk - 1) * KEYS,
@@ -176,54 +174,44 @@ __device__ void attention_wgmma(const fc_attention_args &a) {
 #pragma unroll
                 for (int kk = 0; kk < KEYS / 16; kk++) probabilities_as_a<DT>(p[kk], s, kk);
             }
-            wait_block(plan.first_block);
+            wait_block();
             wgmma_fence();
-            issue_pv(plan.first_block);
+            issue_pv(p, slot_of(plan.first_block));
             wgmma_wait<0>();
             wgmma_fence_operands(o);
             wgmma_fence_operands(p);
         }
     } else {
         if (plan.last_block >= plan.first_block) {
-            load_tile<ROWS, DP, THREADS, sw128_layout>(smem, (int)a.head_dim,
-                                                       reinterpret_cast<const char *>(a.q), q_row,
-                                                       threadIdx.x);
-            load_kv(plan.last_block * KEYS, 0);
+            load_q();
+            load_k(plan.last_block, 0);
+            load_v(plan.last_block, 0);
+            cp_async_commit();
         }
 
-        int slot = 0;
+        unsigned slot = 0;
         for (int64_t blk = plan.last_block; blk >= plan.first_block; blk--, slot ^= 1) {
-            const int64_t n0 = blk * KEYS;
             cp_async_wait<0>();         /* K/V(blk) (and, first time, Q): this thread's copies */
             fence_proxy_async_shared(); /* ... visible to wgmma's reads */
             __syncthreads();            /* ... everyone's; every warpgroup is done with the other slot */
-            if (blk > plan.first_block) load_kv(n0 - KEYS, slot ^ 1); /* streams during this block */
+            if (blk > plan.first_block) { /* K/V(blk - 1) stream during this block */
+                load_k(blk - 1, slot ^ 1);
+                load_v(blk - 1, slot ^ 1);
+                cp_async_commit();
+            }
 
-            /* S = Q·Kᵀ for this warpgroup's 64 rows and the block's KEYS keys. */
             float s[NT][4];
             wgmma_fence();
-#pragma unroll
-            for (int kk = 0; kk < KD; kk++) {
-                const unsigned q_off = (kk % 4) * 32 + (kk / 4) * ROWS * 128;
-                const unsigned k_off = slot * SLOT + (kk % 4) * 32 + (kk / 4) * KEYS * 128;
-                wgmma_ss<DT, KEYS>(s, q_desc + (q_off >> 4), k_desc + (k_off >> 4), kk > 0);
-            }
-            wgmma_commit();
+            issue_scores(s, slot);
             wgmma_wait<0>();
             wgmma_fence_operands(s);
+            online_softmax_tile(a, s, o, m, l, is_masked(blk), w0, blk * KEYS, g, t);
 
-            const bool masked = n0 < plan.all_lo || n0 + KEYS - 1 > plan.all_hi;
-            online_softmax_tile(a, s, o, m, l, masked, w0, n0, g, t);
-
-            /* O += P·V: keys [16kk, 16kk + 16) of P are the A operand of slice kk. */
             unsigned p[KEYS / 16][4];
 #pragma unroll
             for (int kk = 0; kk < KEYS / 16; kk++) probabilities_as_a<DT>(p[kk], s, kk);
             wgmma_fence();
-#pragma unroll
-            for (int kk = 0; kk < KEYS / 16; kk++)
-                wgmma_rs_tb<DT, DP>(o, p[kk], v_desc + ((slot * SLOT + kk * 16 * 128) >> 4));
-            wgmma_commit();
+            issue_pv(p, slot);
             wgmma_wait<0>();
             wgmma_fence_operands(o);
             wgmma_fence_operands(p);
