@@ -176,16 +176,22 @@ __device__ void softmax_rows(const fc_softmax_args &a) {
 
 /* ---- resident split: rows longer than a block spread over co-resident blocks, read once ------ */
 
-/* The row's (max, sum) from its `chunks` partials, merged in a fixed order (lane l takes
- * partials l, l+32, ...; then a butterfly) so that every warp of every block gets the same bits.
- * Loads bypass L1 (ld.cg): L1 is not coherent with other SMs' writes. */
-FC_DEVICE void merge_partials(const float2 *p, int chunks, float &m, float &d) {
+/* The row's (max, sum) from its `chunks` partials, partial i being load(i), merged in a fixed
+ * order (lane l takes partials l, l+32, ...; then a butterfly) so that every warp of every block
+ * gets the same bits, wherever the partials are kept. */
+template <typename Load> FC_DEVICE void merge_stats(int chunks, Load load, float &m, float &d) {
     m = -INFINITY, d = 0.0f;
     for (int i = threadIdx.x & 31; i < chunks; i += 32) {
-        const float2 q = __ldcg(p + i);
+        const float2 q = load(i);
         stats_merge(m, d, q.x, q.y);
     }
     warp_merge<32>(m, d);
+}
+
+/* merge_stats over partials in global memory. Loads bypass L1 (ld.cg): L1 is not coherent with
+ * other SMs' writes. */
+FC_DEVICE void merge_partials(const float2 *p, int chunks, float &m, float &d) {
+    merge_stats(chunks, [p](int i) { return __ldcg(p + i); }, m, d);
 }
 
 /* The (max, sum) of a whole row from the blocks that hold its chunks: this block publishes its

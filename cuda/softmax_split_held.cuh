@@ -92,8 +92,8 @@ FC_SOFTMAX_FOR_DTYPES(FC_SPLIT_HELD_KERNEL, 0)
  * instead of global memory, an arrival counter and polling -- and needs no counters zeroed
  * before the launch. The hardware starts a cluster's blocks together, so nothing can deadlock.
  * Each block leaves its (m, d) in its shared memory; after the first barrier, warp 0 of every
- * block reads all of them in slice order (lane l takes slices l, l + 32, ...: merge_partials'
- * order, so the bits equal the split-held kernel's); the second barrier's arrive follows those
+ * block merges all of them in slice order (merge_stats, as the ticketed kernel's merge_partials
+ * does, so the bits equal the split-held kernel's); the second barrier's arrive follows those
  * reads and its wait comes last, so no block exits while another may still read its memory. */
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 FC_DEVICE unsigned cluster_rank() {
@@ -127,12 +127,9 @@ __device__ void softmax_cluster_held(const fc_softmax_args &a) {
     cluster_arrive_release();
     cluster_wait_acquire(); /* every slice's (m, d) is in its block's shared memory */
     if (threadIdx.x < 32) {
-        float rm = -INFINITY, rd = 0.0f;
-        for (int i = threadIdx.x; i < slices; i += 32) {
-            const float2 q = load_cluster_float2(&slice_stats, (unsigned)i);
-            stats_merge(rm, rd, q.x, q.y);
-        }
-        warp_merge<32>(rm, rd);
+        float rm, rd;
+        merge_stats(slices, [&](int i) { return load_cluster_float2(&slice_stats, (unsigned)i); },
+                    rm, rd);
         if (threadIdx.x == 0) row_stats = make_float2(rm, rd);
     }
     cluster_arrive_release(); /* this block has read the others' slice_stats */
