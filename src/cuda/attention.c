@@ -33,8 +33,8 @@ static int rows_16b_aligned(CUdeviceptr address, const int64_t strides[4], size_
 }
 
 /* Launches f on ctx's stream: an ordinary launch, or with `dependent` (and
- * kernels.programmatic_launch: compute capability 9.0+, code compiled for compute_90 or later,
- * a driver with cuLaunchKernelEx) a programmatic dependent of the kernel queued before it on the
+ * kernels.sm90_launch: compute capability 9.0+, code compiled for compute_90 or later, a
+ * driver with cuLaunchKernelEx) a programmatic dependent of the kernel queued before it on the
  * stream: its blocks may be scheduled once every block of that kernel has reached
  * griddepcontrol.launch_dependents (or ended), and each waits in griddepcontrol.wait, before
  * touching memory, until that kernel has finished and its writes are visible -- the same order
@@ -53,22 +53,13 @@ static flashcl_status launch(fc_cuda_context *ctx, CUfunction f, uint64_t gx, un
         return fc_fail(FLASHCL_UNSUPPORTED, "%s: %llu blocks is over the grid limit", what,
                        (unsigned long long)gx);
     params[0] = args;
-    dependent =
-        dependent && ctx->kernels.programmatic_launch && !fc_env_flag("FLASHCL_CUDA_NO_PDL");
+    dependent = dependent && ctx->kernels.sm90_launch && !fc_env_flag("FLASHCL_CUDA_NO_PDL");
     if (dependent) {
-        CUlaunchConfig config;
         CUlaunchAttribute attribute;
-        memset(&config, 0, sizeof config);
         memset(&attribute, 0, sizeof attribute);
         attribute.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
         attribute.value.programmaticStreamSerializationAllowed = 1;
-        config.gridDimX = (unsigned)gx, config.gridDimY = gy, config.gridDimZ = 1;
-        config.blockDimX = threads, config.blockDimY = 1, config.blockDimZ = 1;
-        config.sharedMemBytes = smem;
-        config.hStream = ctx->stream;
-        config.attrs = &attribute;
-        config.numAttrs = 1;
-        r = fc_cu()->LaunchKernelEx(&config, f, params, NULL);
+        r = fc_cuda_launch_ex(ctx, f, (unsigned)gx, gy, threads, smem, args, &attribute);
     } else {
         r = fc_cu()->LaunchKernel(f, (unsigned)gx, gy, 1, threads, 1, 1, smem, ctx->stream, params,
                                   NULL);

@@ -76,20 +76,19 @@ typedef struct fc_cuda_kernels {
     /* Blocks of the split-held kernel one SM holds at once (occupancy API); times the SM count
      * it caps the slices of a row, which must all be running together. */
     int softmax_split_held_blocks_per_sm[FC_CUDA_DTYPES];
-    /* The same slices as one thread-block cluster per row (cuda/softmax_split_held.cuh);
-     * usable where the kernels were compiled for compute_90+ and the driver has
-     * cuLaunchKernelEx. */
+    /* The same slices as one thread-block cluster per row (cuda/softmax_split_held.cuh); only
+     * with sm90_launch. */
     CUfunction softmax_cluster_held[FC_CUDA_DTYPES];
-    int softmax_cluster_held_usable;
     fc_cuda_attention_kernel attention_tc[FC_TC_CONFIG_COUNT][2];        /* [config][f16, bf16] */
     fc_cuda_attention_kernel attention_tc_decode[FC_TC_DECODE_CONFIG_COUNT][2];
     fc_cuda_attention_kernel attention_wgmma[FC_WGMMA_CONFIG_COUNT][2]; /* usable on cc 9.0 only */
     fc_cuda_attention_kernel attention_simt[FC_SIMT_CONFIG_COUNT][FC_CUDA_DTYPES];
     CUfunction attention_merge[FC_CUDA_DTYPES];                       /* by the parts' dtype */
-    /* Whether the decode and merge kernels may be launched as programmatic dependents: the
-     * driver has cuLaunchKernelEx and the loaded image was compiled for compute_90 or later, so
-     * that those kernels begin with griddepcontrol.wait (src/cuda/attention.c). */
-    int programmatic_launch;
+    /* The driver has cuLaunchKernelEx and the loaded image was compiled for compute_90 or later
+     * (compute capability 9.0+ devices): the decode and merge kernels then begin with
+     * griddepcontrol.wait and may be launched as programmatic dependents (src/cuda/attention.c),
+     * and the cluster-held softmax kernel has its body (src/cuda/softmax.c). */
+    int sm90_launch;
 } fc_cuda_kernels;
 
 /* A buffer: device memory flashcl allocated, or caller memory it only refers to. */
@@ -131,6 +130,11 @@ flashcl_status fc_cuda_scratch(fc_cuda_context *ctx, size_t bytes, CUdeviceptr *
 /* kernels.c: loads the embedded fatbinary as ctx->module and looks up every kernel. */
 flashcl_status fc_cuda_load_kernels(fc_cuda_context *ctx);
 void fc_cuda_unload_kernels(fc_cuda_context *ctx);
+/* cuLaunchKernelEx of f on ctx's stream (a gx x gy grid of 1-D blocks, `args` its one
+ * parameter) with one launch attribute; only where kernels.sm90_launch. */
+CUresult fc_cuda_launch_ex(fc_cuda_context *ctx, CUfunction f, unsigned gx, unsigned gy,
+                           unsigned threads, unsigned smem, void *args,
+                           CUlaunchAttribute *attribute);
 
 /* softmax.c and attention.c: the operations (descriptors already validated by src/api*.c). */
 flashcl_status fc_cuda_softmax(void *ctx, const fc_softmax_desc *desc);

@@ -3,6 +3,7 @@
  * cubin for sm_80/86/89/90a, else the compute_90 PTX, JIT-compiled once and cached by the
  * driver in ~/.nv/ComputeCache). */
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 #include "cuda_internal.h"
@@ -102,20 +103,6 @@ static flashcl_status size_split_held_kernel(fc_cuda_context *ctx, int dt) {
     return FLASHCL_SUCCESS;
 }
 
-/* Whether the cluster-held kernels of dtype dt can run here (all dtypes must): the loaded code
- * has their bodies (PTX version 90+: compute capability 9.0 code) and the driver can launch
- * clusters (cuLaunchKernelEx). */
-static void size_cluster_held_kernel(fc_cuda_context *ctx, int dt) {
-    fc_cuda_kernels *k = &ctx->kernels;
-    int ptx = 0;
-    const int usable =
-        fc_cu()->LaunchKernelEx != NULL && ctx->cc_major >= 9 &&
-        fc_cu()->FuncGetAttribute(&ptx, CU_FUNC_ATTRIBUTE_PTX_VERSION,
-                                  k->softmax_cluster_held[dt]) == CUDA_SUCCESS &&
-        ptx >= 90;
-    k->softmax_cluster_held_usable = (dt == 0 || k->softmax_cluster_held_usable) && usable;
-}
-
 /* softmax kernels of input dtype `dt` */
 static flashcl_status get_softmax_kernels(fc_cuda_context *ctx, int dt) {
     fc_cuda_kernels *k = &ctx->kernels;
@@ -142,7 +129,6 @@ static flashcl_status get_softmax_kernels(fc_cuda_context *ctx, int dt) {
 #undef FC_GET_
     if (st == FLASHCL_SUCCESS) st = size_resident_kernel(ctx, dt);
     if (st == FLASHCL_SUCCESS) st = size_split_held_kernel(ctx, dt);
-    if (st == FLASHCL_SUCCESS) size_cluster_held_kernel(ctx, dt);
     if (st != FLASHCL_SUCCESS) return st;
     return size_staged_kernel(ctx, dt);
 }
@@ -233,9 +219,10 @@ static flashcl_status get_attention_kernels(fc_cuda_context *ctx) {
     if (st == FLASHCL_SUCCESS) {
         /* The PTX version the loaded code came from (90 for the sm_90a cubin and the compute_90
          * PTX; 80 where a build with other FLASHCL_CUDA_ARCHS / _PTX gave sm_80 code to this
-         * device): below 90 the kernels have no griddepcontrol.wait. */
+         * device): below 90 the kernels have no griddepcontrol.wait and no cluster code. One
+         * module, one image: any kernel tells. */
         int ptx = 0;
-        k->programmatic_launch =
+        k->sm90_launch =
             fc_cu()->LaunchKernelEx != NULL && ctx->cc_major >= 9 &&
             fc_cu()->FuncGetAttribute(&ptx, CU_FUNC_ATTRIBUTE_PTX_VERSION,
                                       k->attention_merge[FLASHCL_F32]) == CUDA_SUCCESS &&
@@ -273,4 +260,20 @@ flashcl_status fc_cuda_load_kernels(fc_cuda_context *ctx) {
 void fc_cuda_unload_kernels(fc_cuda_context *ctx) {
     if (ctx->module) fc_cu()->ModuleUnload(ctx->module);
     ctx->module = NULL;
+}
+
+CUresult fc_cuda_launch_ex(fc_cuda_context *ctx, CUfunction f, unsigned gx, unsigned gy,
+                           unsigned threads, unsigned smem, void *args,
+                           CUlaunchAttribute *attribute) {
+    CUlaunchConfig config;
+    void *params[1];
+    params[0] = args;
+    memset(&config, 0, sizeof config);
+    config.gridDimX = gx, config.gridDimY = gy, config.gridDimZ = 1;
+    config.blockDimX = threads, config.blockDimY = 1, config.blockDimZ = 1;
+    config.sharedMemBytes = smem;
+    config.hStream = ctx->stream;
+    config.attrs = attribute;
+    config.numAttrs = 1;
+    return fc_cu()->LaunchKernelEx(&config, f, params, NULL);
 }

@@ -393,26 +393,17 @@ static flashcl_status run_staged(fc_cuda_context *ctx, const fc_softmax_desc *d,
 static flashcl_status run_cluster_held(fc_cuda_context *ctx, const fc_softmax_desc *d,
                                        fc_softmax_args *a, int64_t slices) {
     const uint64_t blocks = (uint64_t)d->rows * (uint64_t)slices;
-    CUlaunchConfig config;
     CUlaunchAttribute attribute;
-    void *params[1];
     if (blocks > FC_MAX_GRID_X) return FLASHCL_UNSUPPORTED; /* clusters run along x only */
     a->chunks = (int32_t)slices;
     a->chunk_cols = FC_SPLIT_HELD_SLICE;
-    params[0] = a;
-    memset(&config, 0, sizeof config);
     memset(&attribute, 0, sizeof attribute);
     attribute.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
     attribute.value.clusterDim.x = (unsigned)slices;
     attribute.value.clusterDim.y = 1;
     attribute.value.clusterDim.z = 1;
-    config.gridDimX = (unsigned)blocks, config.gridDimY = 1, config.gridDimZ = 1;
-    config.blockDimX = FC_SOFTMAX_SPLIT_HELD_THREADS, config.blockDimY = 1, config.blockDimZ = 1;
-    config.hStream = ctx->stream;
-    config.attrs = &attribute;
-    config.numAttrs = 1;
-    return fc_cu()->LaunchKernelEx(&config, ctx->kernels.softmax_cluster_held[d->x_dtype],
-                                   params, NULL) == CUDA_SUCCESS
+    return fc_cuda_launch_ex(ctx, ctx->kernels.softmax_cluster_held[d->x_dtype], (unsigned)blocks,
+                             1, FC_SOFTMAX_SPLIT_HELD_THREADS, 0, a, &attribute) == CUDA_SUCCESS
                ? FLASHCL_SUCCESS
                : FLASHCL_BACKEND_ERROR;
 }
@@ -423,7 +414,7 @@ static flashcl_status run_cluster_held(fc_cuda_context *ctx, const fc_softmax_de
 static flashcl_status run_split_held(fc_cuda_context *ctx, const fc_softmax_desc *d,
                                      fc_softmax_args *a, int64_t slices) {
     flashcl_status st;
-    if (ctx->kernels.softmax_cluster_held_usable && slices <= FC_CLUSTER_MAX &&
+    if (ctx->kernels.sm90_launch && slices <= FC_CLUSTER_MAX &&
         !fc_env_flag("FLASHCL_CUDA_SOFTMAX_NO_CLUSTER") &&
         run_cluster_held(ctx, d, a, slices) == FLASHCL_SUCCESS)
         return FLASHCL_SUCCESS;
@@ -454,7 +445,7 @@ static void trace_plan(const fc_cuda_context *ctx, const fc_softmax_desc *d, pla
         fprintf(stderr, " slices %lld of %lld columns (%d blocks per SM fit; clusters %s)",
                 (long long)slices, (long long)FC_SPLIT_HELD_SLICE,
                 ctx->kernels.softmax_split_held_blocks_per_sm[d->x_dtype],
-                ctx->kernels.softmax_cluster_held_usable ? "usable" : "not usable");
+                ctx->kernels.sm90_launch ? "usable" : "not usable");
     fputc('\n', stderr);
 }
 
