@@ -83,6 +83,29 @@ static int value_ok(flashcl_dtype dt, float got, double ref, int log) {
     return host_ref_round(dt, bound(ref - e, 0)) <= got && got <= host_ref_round(dt, bound(ref + e, 1));
 }
 
+/* Every element of y (rows x cols, row stride `stride`, starting at element `offset` of x_host and
+ * y_host) against host_ref's softmax of x; `what` names the case in a failure. */
+static void check_rows(flashcl_dtype xt, const void *x_host, flashcl_dtype yt, const void *y_host,
+                       int64_t rows, int64_t cols, int64_t stride, size_t offset, float scale,
+                       int log, const char *what) {
+    float *row = malloc((size_t)cols * sizeof *row);
+    double *ref = malloc((size_t)cols * sizeof *ref);
+    assert_non_null(row);
+    assert_non_null(ref);
+    for (int64_t r = 0; r < rows; r++) {
+        for (int64_t j = 0; j < cols; j++)
+            row[j] = host_ref_load(xt, x_host, offset + (size_t)(r * stride + j));
+        host_ref_softmax_row(row, ref, cols, scale, log);
+        for (int64_t j = 0; j < cols; j++) {
+            const float got = host_ref_load(yt, y_host, offset + (size_t)(r * stride + j));
+            if (!value_ok(yt, got, ref[j], log))
+                fail_msg("%s: y[%lld][%lld] = %.9g, reference %.9g", what, (long long)r,
+                         (long long)j, (double)got, ref[j]);
+        }
+    }
+    free(row), free(ref);
+}
+
 /* ---- one softmax case on wrapped memory ------------------------------------------------------ */
 
 typedef struct sm_case {
@@ -118,7 +141,7 @@ static void run_case(const sm_case *c) {
     const size_t elems = c->offset + (size_t)(stride * (c->rows - 1) + c->cols);
     unsigned char *x_host = malloc(elems * xs), *y_host = malloc(elems * ys);
     float *row = malloc((size_t)c->cols * sizeof *row);
-    double *ref = malloc((size_t)c->cols * sizeof *ref);
+    char what[128];
     uint64_t seed = 12345;
     td_deviceptr x_dev, y_dev = 0;
     flashcl_buffer *xb, *yb;
@@ -155,22 +178,14 @@ static void run_case(const sm_case *c) {
     if (!c->in_place) flashcl_buffer_destroy(yb);
     download(y_host, c->in_place ? x_dev : y_dev, elems * ys);
 
-    for (int64_t r = 0; r < c->rows; r++) {
-        for (int64_t j = 0; j < c->cols; j++)
-            row[j] = host_ref_load(c->xt, x_host, c->offset + (size_t)(r * stride + j));
-        host_ref_softmax_row(row, ref, c->cols, c->scale, c->log);
-        for (int64_t j = 0; j < c->cols; j++) {
-            float got = host_ref_load(c->yt, y_host, c->offset + (size_t)(r * stride + j));
-            if (!value_ok(c->yt, got, ref[j], c->log))
-                fail_msg("%s->%s %lldx%lld variant %d log %d: y[%lld][%lld] = %.9g, reference %.9g",
-                         host_ref_dtype_name(c->xt), host_ref_dtype_name(c->yt),
-                         (long long)c->rows, (long long)c->cols, (int)c->variant, c->log,
-                         (long long)r, (long long)j, (double)got, ref[j]);
-        }
-    }
+    snprintf(what, sizeof what, "%s->%s %lldx%lld variant %d log %d", host_ref_dtype_name(c->xt),
+             host_ref_dtype_name(c->yt), (long long)c->rows, (long long)c->cols, (int)c->variant,
+             c->log);
+    check_rows(c->xt, x_host, c->yt, y_host, c->rows, c->cols, stride, c->offset, c->scale, c->log,
+               what);
     device_free(x_dev); /* the buffers are gone; the memory must still be the test's */
     if (!c->in_place) device_free(y_dev);
-    free(x_host), free(y_host), free(row), free(ref);
+    free(x_host), free(y_host), free(row);
 }
 
 /* ---- tests ------------------------------------------------------------------------------------ */
@@ -251,12 +266,12 @@ static void test_cluster_and_ticketed_split_agree(void **state) {
         const size_t es = host_ref_dtype_size(dt), bytes = (size_t)(rows * cols) * es;
         unsigned char *x_host = malloc(bytes), *y_cluster = malloc(bytes), *y_ticket = malloc(bytes);
         float *row = malloc((size_t)cols * sizeof *row);
-        double *ref = malloc((size_t)cols * sizeof *ref);
+        char what[64];
         flashcl_softmax_params params = {1.0f, shapes[s].log, FLASHCL_SOFTMAX_AUTO};
         flashcl_buffer *xb = NULL, *yb = NULL;
         flashcl_tensor x, y;
         uint64_t seed = 777;
-        assert_true(x_host && y_cluster && y_ticket && row && ref);
+        assert_true(x_host && y_cluster && y_ticket && row);
         for (int64_t r = 0; r < rows; r++) {
             fill_row(row, cols, r, 1, &seed);
             for (int64_t j = 0; j < cols; j++) host_ref_store(dt, x_host, (size_t)(r * cols + j), row[j]);
@@ -282,20 +297,12 @@ static void test_cluster_and_ticketed_split_agree(void **state) {
         if (memcmp(y_cluster, y_ticket, bytes) != 0)
             fail_msg("%s %lldx%lld: the cluster and ticketed split-held kernels differ",
                      host_ref_dtype_name(dt), (long long)rows, (long long)cols);
-        for (int64_t r = 0; r < rows; r++) {
-            for (int64_t j = 0; j < cols; j++) row[j] = host_ref_load(dt, x_host, (size_t)(r * cols + j));
-            host_ref_softmax_row(row, ref, cols, 1.0f, shapes[s].log);
-            for (int64_t j = 0; j < cols; j++) {
-                const float got = host_ref_load(dt, y_cluster, (size_t)(r * cols + j));
-                if (!value_ok(dt, got, ref[j], shapes[s].log))
-                    fail_msg("%s %lldx%lld: y[%lld][%lld] = %.9g, reference %.9g",
-                             host_ref_dtype_name(dt), (long long)rows, (long long)cols,
-                             (long long)r, (long long)j, (double)got, ref[j]);
-            }
-        }
+        snprintf(what, sizeof what, "%s %lldx%lld", host_ref_dtype_name(dt), (long long)rows,
+                 (long long)cols);
+        check_rows(dt, x_host, dt, y_cluster, rows, cols, cols, 0, 1.0f, shapes[s].log, what);
         flashcl_buffer_destroy(xb);
         flashcl_buffer_destroy(yb);
-        free(x_host), free(y_cluster), free(y_ticket), free(row), free(ref);
+        free(x_host), free(y_cluster), free(y_ticket), free(row);
     }
 }
 
