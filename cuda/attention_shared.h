@@ -88,18 +88,26 @@ typedef struct fc_merge_args {
  *   for causal calls with seqlen_k <= 1024 (choose_kernel in src/cuda/attention.c).
  *   D = 128: two warpgroups, one block per SM; the overlapped softmax gains 1-4 % (S512 273.0 vs
  *   262.9, S4096 causal 364.7 vs 352.0); one warpgroup per block lost everywhere (S4096 349.5
- *   with 64-key blocks vs 421.5). wgmma_d128 stays for A/B measurements. */
+ *   with 64-key blocks vs 421.5). The pingpong schedule on top of it (pipe 2, wgmma_d128pp: the
+ *   warpgroups take turns to issue, a ring of three slots, mbarriers instead of a __syncthreads
+ *   per key block) gains 3-9 % more: S512 283.2 vs 268.4, S1024 368.9 vs 345.4, S4096 460.8 vs
+ *   421.5, S8192 causal 434.7 vs 402.2 (2026-11-22, session 7). Named barriers for the turns
+ *   (bar.sync / bar.arrive, as FlashAttention-3) measured about as fast but make racecheck
+ *   report the epilogue's staging tile as racing. wgmma_d128p and wgmma_d128 stay for A/B. */
 #define FC_ATTENTION_WGMMA_CONFIGS(X)    \
     X(wgmma_d64w1b3, 64, 128, 1, 0, 3)   \
+    X(wgmma_d128pp, 128, 128, 2, 2, 1)   \
     X(wgmma_d128p, 128, 128, 2, 1, 1)    \
     X(wgmma_d128, 128, 128, 2, 0, 1)     \
     X(wgmma_d64w1k64, 64, 64, 1, 0, 4)
 #define FC_ATTENTION_WGMMA_ROWS_PER_WG 64
 #define FC_ATTENTION_WGMMA_WG_THREADS 128
-/* Dynamic shared memory of a configuration: Q, two ring slots of K + V (16-bit), and 1024 bytes
- * of slack for aligning the start to the 1024-byte swizzle atoms. */
-#define FC_ATTENTION_WGMMA_SMEM(pad, keys, wgs) \
-    ((FC_ATTENTION_WGMMA_ROWS_PER_WG * (wgs) + 2 * 2 * (keys)) * (pad) * 2 + 1024)
+/* Dynamic shared memory of a configuration: Q, the ring slots of K + V (16-bit; three with the
+ * pingpong schedule, pipe 2, else two), and 1024 bytes of slack for aligning the start to the
+ * 1024-byte swizzle atoms. */
+#define FC_ATTENTION_WGMMA_SLOTS(pipe) ((pipe) == 2 ? 3 : 2)
+#define FC_ATTENTION_WGMMA_SMEM(pad, keys, wgs, pipe) \
+    ((FC_ATTENTION_WGMMA_ROWS_PER_WG * (wgs) + FC_ATTENTION_WGMMA_SLOTS(pipe) * 2 * (keys)) * (pad) * 2 + 1024)
 
 /* Tensor-core decode (f16/bf16, at most 16 packed rows): 4 warps, each streaming its own key
  * blocks of `keys` through a ring of `stages` shared-memory slots. X(name, head_dim_pad, keys,

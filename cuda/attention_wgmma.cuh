@@ -49,6 +49,7 @@ __device__ void attention_wgmma(const fc_attention_args &a) {
     constexpr int STRIDE = DP + 8; /* the epilogue's staging rows, as attention_tc's */
     static_assert(DP % 64 == 0 && (KEYS == 64 || KEYS == 128) && (DP == 64 || DP == 128), "wgmma shapes");
     static_assert(ROWS * STRIDE * 2 <= Q_BYTES + 2 * SLOT, "the staging tile fits the allocation");
+    static_assert(PIPE != 2 || WGS == 2, "the pingpong schedule takes turns between two warpgroups");
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     const unsigned raw = smem_u32(smem_raw), base = (raw + 1023u) & ~1023u;
     unsigned char *smem = smem_raw + (base - raw);
@@ -117,7 +118,124 @@ __device__ void attention_wgmma(const fc_attention_args &a) {
         return n0 < plan.all_lo || n0 + KEYS - 1 > plan.all_hi;
     };
 
-    if constexpr (PIPE) {
+    if constexpr (PIPE == 2) {
+        /* Pingpong: burst i (0 <= i <= n, n key blocks, walked from the last) issues S of block
+         * last - i (i < n) and P·V of block last - i + 1 (i >= 1); its operands, K(last - i)
+         * and V(last - i + 1), are stage i of the ring, in slot i % 3. The two warpgroups take
+         * turns to issue their bursts (each waits on its `turn` mbarrier, on which every warp
+         * of the other arrives once it has issued), so one warpgroup's softmax runs
+         * while the tensor cores do the other's products, and they drift half a burst apart:
+         * no __syncthreads in the loop. Instead every thread's copies of a stage arrive on the
+         * stage's `full` mbarrier when they land (cp.async.mbarrier.arrive), and each warp
+         * arrives on its `empty` mbarrier once its products on the stage are done. Stage i + 2
+         * is copied after burst i into the slot of stage i - 1, which both warpgroups have left
+         * by then even half a burst apart (three slots, so nobody waits on the lagging one). */
+        constexpr int STAGES = 3;
+        __shared__ uint64_t barriers[2 * STAGES + 2]; /* full[3], empty[3], turn[2] */
+        const unsigned full = smem_u32(&barriers[0]), empty = smem_u32(&barriers[STAGES]);
+        const unsigned turns = smem_u32(&barriers[2 * STAGES]);
+        if (threadIdx.x == 0) {
+#pragma unroll
+            for (int st = 0; st < STAGES; st++) {
+                mbar_init(full + 8 * st, THREADS);
+                mbar_init(empty + 8 * st, THREADS / 32);
+            }
+            mbar_init(turns, 4);
+            mbar_init(turns + 8, 4);
+        }
+        __syncthreads();
+        const int64_t last = plan.last_block;
+        const int n = (int)(last - plan.first_block + 1);
+        if (n > 0) {
+            /* This thread's copies of stage i, announced on full[i % 3] when they land. */
+            auto fill = [&](int i) {
+                const unsigned slot = (unsigned)(i % STAGES);
+                if (i < n) load_k(last - i, slot);
+                if (i >= 1) load_v(last - i + 1, slot);
+                cp_async_mbar_arrive(full + 8 * slot);
+                cp_async_commit();
+            };
+            auto wait_full = [&](int i) {
+                mbar_wait(full + 8 * (i % STAGES), (unsigned)(i / STAGES) & 1u);
+                fence_proxy_async_shared(); /* the landed copies, to wgmma's async proxy */
+            };
+            auto release = [&](int i) { /* this warp's products on stage i are done */
+                __syncwarp();
+                if (lane == 0) mbar_arrive(empty + 8 * (i % STAGES));
+            };
+            /* After burst i: stage i + 2 into the slot of stage i - 1, once both have left it. */
+            auto refill = [&](int i) {
+                if (i + 2 > n) return;
+                if (i >= 1) mbar_wait(empty + 8 * ((i - 1) % STAGES), (unsigned)((i - 1) / STAGES) & 1u);
+                fill(i + 2);
+            };
+            /* Burst i waits for phase i of this warpgroup's turn barrier: the other warpgroup's
+             * burst i - 1 (warpgroup 0) or i (warpgroup 1) has been issued. */
+            auto my_turn = [&](int i) { mbar_wait(turns + 8 * wg, (unsigned)i & 1u); };
+            auto pass_turn = [&]() {
+                __syncwarp();
+                if (lane == 0) mbar_arrive(turns + 8 * (wg ^ 1));
+            };
+            unsigned p[KEYS / 16][4];
+            float s[NT][4], alpha[2];
+
+            load_q();
+            cp_async_commit();
+            fill(0);
+            fill(1); /* n >= 1: stage 1 holds V(last) */
+            cp_async_wait<2>(); /* Q */
+            fence_proxy_async_shared();
+            __syncthreads();
+            if (wg == 1) pass_turn(); /* warpgroup 0 issues first */
+
+            /* Burst 0: S(last) alone (o is still zero: nothing to rescale). */
+            wait_full(0);
+            my_turn(0);
+            wgmma_fence();
+            issue_scores(s, 0);
+            pass_turn();
+            wgmma_wait<0>();
+            wgmma_fence_operands(s);
+            release(0);
+            online_softmax_scores(a, s, m, l, alpha, is_masked(last), w0, last * KEYS, g, t);
+#pragma unroll
+            for (int kk = 0; kk < KEYS / 16; kk++) probabilities_as_a<DT>(p[kk], s, kk);
+            refill(0);
+
+            for (int i = 1; i < n; i++) {
+                const int64_t blk = last - i; /* S of this block, P·V of blk + 1 */
+                const unsigned slot = (unsigned)(i % STAGES);
+                wait_full(i);
+                my_turn(i);
+                wgmma_fence();
+                issue_scores(s, slot);
+                issue_pv(p, slot);
+                pass_turn();
+                wgmma_wait<1>(); /* S(blk); P·V may still run */
+                wgmma_fence_operands(s);
+                online_softmax_scores(a, s, m, l, alpha, is_masked(blk), w0, blk * KEYS, g, t);
+                wgmma_wait<0>();
+                wgmma_fence_operands(o);
+                wgmma_fence_operands(p);
+                release(i);
+                rescale_o(o, alpha);
+#pragma unroll
+                for (int kk = 0; kk < KEYS / 16; kk++) probabilities_as_a<DT>(p[kk], s, kk);
+                refill(i);
+            }
+
+            /* Burst n: P·V of the first block alone (peeled: no wgmma under a branch). */
+            wait_full(n);
+            my_turn(n);
+            wgmma_fence();
+            issue_pv(p, (unsigned)(n % STAGES));
+            pass_turn();
+            wgmma_wait<0>();
+            wgmma_fence_operands(o);
+            wgmma_fence_operands(p);
+            /* Warpgroup 1's last pass completes a phase of turn[0] that nobody waits for. */
+        }
+    } else if constexpr (PIPE == 1) {
         /* K and V of a block are copied at different times here, into the K and the V half of
          * the block's slot (slot_of): K(blk - 1) must be there when block blk's P·V is issued,
          * V(blk) by then too. */

@@ -76,6 +76,28 @@ template <int N> FC_DEVICE void wgmma_wait() { asm volatile("wgmma.wait_group.sy
  * async proxy through which wgmma reads its shared operands; a barrier then publishes them. */
 FC_DEVICE void fence_proxy_async_shared() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 
+/* ---- mbarriers (the pingpong schedule of attention_wgmma, PIPE = 2) ------------------------ */
+
+/* Sets up the mbarrier at shared address `bar` to complete a phase after `count` arrivals. */
+FC_DEVICE void mbar_init(unsigned bar, unsigned count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+/* One arrival (release semantics: this thread's earlier accesses happen before the phase ends). */
+FC_DEVICE void mbar_arrive(unsigned bar) {
+    asm volatile("{\n.reg .b64 state;\nmbarrier.arrive.shared::cta.b64 state, [%0];\n}\n" ::"r"(bar) : "memory");
+}
+/* One arrival, made by the hardware once every cp.async this thread issued so far has landed
+ * (noinc: the arrival is one of the `count` the barrier was set up with). */
+FC_DEVICE void cp_async_mbar_arrive(unsigned bar) {
+    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
+}
+/* Waits until the phase with parity `parity` of the mbarrier has completed (acquire). */
+FC_DEVICE void mbar_wait(unsigned bar, unsigned parity) {
+    asm volatile("{\n.reg .pred done;\nWAIT:\n"
+                 "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+                 "@!done bra WAIT;\n}\n" ::"r"(bar), "r"(parity)
+                 : "memory");
+}
 /* Ties registers to this point of the instruction stream: after wgmma_wait, every later use of
  * an accumulator reads the value the wait made final (the compiler cannot hoist it above the
  * wait), and A fragments stay allocated until the wgmmas that read them are done. */

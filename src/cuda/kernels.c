@@ -196,7 +196,7 @@ static flashcl_status get_attention_kernels(fc_cuda_context *ctx) {
     for (dt = FLASHCL_F16; dt <= FLASHCL_BF16 && st == FLASHCL_SUCCESS; dt++) {                \
         fc_cuda_attention_kernel *kw = &k->attention_wgmma[FC_WGMMA_CONFIG_##cfg][dt - 1];    \
         snprintf(name, sizeof name, "fc_attention_" #cfg "_%s", fc_dtype_suffix[dt]);          \
-        st = get_attention_kernel(ctx, kw, name, #cfg, FC_ATTENTION_WGMMA_SMEM(pad, keys, wgs), \
+        st = get_attention_kernel(ctx, kw, name, #cfg, FC_ATTENTION_WGMMA_SMEM(pad, keys, wgs, pipe), \
                                   pad, FC_ATTENTION_WGMMA_ROWS_PER_WG * (wgs), keys,           \
                                   FC_ATTENTION_WGMMA_WG_THREADS * (wgs));                      \
         if (!(ctx->cc_major == 9 && ctx->cc_minor == 0)) kw->usable = 0;                        \
