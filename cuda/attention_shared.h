@@ -93,7 +93,10 @@ typedef struct fc_merge_args {
  *   per key block) gains 3-9 % more: S512 283.2 vs 268.4, S1024 368.9 vs 345.4, S4096 460.8 vs
  *   421.5, S8192 causal 434.7 vs 402.2 (2026-11-22, session 7). Named barriers for the turns
  *   (bar.sync / bar.arrive, as FlashAttention-3) measured about as fast but make racecheck
- *   report the epilogue's staging tile as racing. wgmma_d128p and wgmma_d128 stay for A/B. */
+ *   report the epilogue's staging tile as racing. wgmma_d128p and wgmma_d128 stay for A/B.
+ *   The same schedule at D = 64 (two warpgroups, one block per SM, 218 registers) lost to
+ *   wgmma_d64w1b3 everywhere (S512 192.2 vs 243.5, S16384 310.9 vs 344.3); 64-key blocks at two
+ *   blocks per SM spill. */
 #define FC_ATTENTION_WGMMA_CONFIGS(X)    \
     X(wgmma_d64w1b3, 64, 128, 1, 0, 3)   \
     X(wgmma_d128pp, 128, 128, 2, 2, 1)   \
