@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Checks the softmax kernels (cl/portability.h, cl/dtype.h, cl/softmax.cl, cl/softmax_ordered.cl)
-# without a GPU:
+# Checks the softmax kernels (cl/portability.h, cl/dtype.h, cl/softmax.cl, cl/softmax_ordered.cl,
+# cl/softmax_rows_vector.cl) without a GPU:
 #  1. compiles them with clang for AMD gfx90a, SPIR (spir64) and, when clang can, NVIDIA
 #     (nvptx64-nvidia-nvcl), with every option set src/opencl/softmax.c can produce for such a
-#     device, both as the library builds them (the four files concatenated, -DFLASHCL_EMBEDDED)
-#     and as a stand-alone file (cl/softmax_ordered.cl, which includes the others, -I cl);
+#     device, both as the library builds them (the five files concatenated, -DFLASHCL_EMBEDDED)
+#     and as a stand-alone file (cl/softmax_rows_vector.cl, which includes the others, -I cl);
 #  2. runs the program given as $1 (one small case of every variant, e.g.
 #     build/tests/test_softmax_oclgrind) under Oclgrind, with only Oclgrind's ICD visible:
 #     once with --data-races --check-api on the optimised kernels, once with --uninitialized on
@@ -30,7 +30,8 @@ fi
 resource_include="$("$CLANG" -print-resource-dir)/include"
 echo "== compiling the softmax kernels with $CLANG ($("$CLANG" --version | head -n1))"
 
-cat cl/portability.h cl/dtype.h cl/softmax.cl cl/softmax_ordered.cl > "$work/embedded.cl"
+cat cl/portability.h cl/dtype.h cl/softmax.cl cl/softmax_ordered.cl cl/softmax_rows_vector.cl \
+    > "$work/embedded.cl"
 
 # job NAME MODE "clang target flags" "option set": compiles in the background; results are
 # collected below. MODE embedded: the three files concatenated with -DFLASHCL_EMBEDDED, as the
@@ -39,7 +40,7 @@ jobs_list=()
 job() {
     local name=$1 mode=$2 target=$3 opts=$4 id=${#jobs_list[@]}
     local src="$work/embedded.cl" extra="-DFLASHCL_EMBEDDED"
-    if [ "$mode" = standalone ]; then src=cl/softmax_ordered.cl; extra="-I cl"; fi
+    if [ "$mode" = standalone ]; then src=cl/softmax_rows_vector.cl; extra="-I cl"; fi
     jobs_list+=("$name|$mode|$opts")
     # shellcheck disable=SC2086
     ( "$CLANG" -x cl -cl-std=CL1.2 $target $extra $opts -Werror=implicit-function-declaration \
@@ -70,7 +71,8 @@ job amdgcn embedded "$AMD_IR" "-cl-std=CL3.0 -DFC_SG_KHR $common -DFC_MAX_WG=256
 job amdgcn embedded "$AMD_IR" "-DFC_SG_KHR $common -DFC_MAX_WG=1024 -DFC_COOP=0" # C 1.2: fallback
 job amdgcn embedded "$AMD_IR" "-DFC_SG_INTEL $common -DFC_MAX_WG=1024 -DFC_COOP=0" # no ext: fallback
 job spir64 embedded "$SPIR" "-DFC_SG_NONE $common -DFC_MAX_WG=256 -DFC_COOP=0"
-job spir64 standalone "$SPIR" "-DFC_SG_NONE $common -DFC_MAX_WG=256 -DFC_COOP=0 -DFC_ORDERED=1" # PoCL
+job spir64 standalone "$SPIR" "-DFC_SG_NONE $common -DFC_MAX_WG=256 -DFC_COOP=0 -DFC_ORDERED=1 -DFC_ROWS_VECTOR=1" # PoCL
+job spir64 embedded "$SPIR" "-DFC_SG_NONE -DFC_SG_SIZE=32 -DFC_RIR_CHUNKS=4 -DFC_STREAM_UNROLL=4 -DFC_COOP_ELEMS=32 -DFC_HALF_IMPL=3 -DFC_MAX_WG=256 -DFC_COOP=0 -DFC_ORDERED=1 -DFC_ROWS_VECTOR=1 -DFC_DTYPES=2" # PoCL f16
 job spir64 embedded "$SPIR" "-cl-std=CL2.0 -DFC_SG_KHR $common -DFC_MAX_WG=1024 -DFC_COOP=1 -DFC_ORDERED=1"
 job spir64 embedded "$INTEL" "-DFC_SG_INTEL $common -DFC_MAX_WG=1024 -DFC_COOP=0"
 # NVIDIA: inline PTX (shfl.sync, cvt). NVIDIA's driver has 64-bit atomics; clang must be told.

@@ -47,6 +47,16 @@
 #else
 #define FC_WITH_BF16(x)
 #endif
+/* PAIR(XN, XT, XD, YN, YT, YD) for every (input, output) storage pair of the selected input
+ * dtypes: N the name suffix, T the OpenCL C storage type, D the code above. */
+#define FC_EACH_OUTPUT(PAIR, XN, XT, XD)                                                       \
+    PAIR(XN, XT, XD, f32, float, FC_F32)                                                       \
+    PAIR(XN, XT, XD, f16, half, FC_F16)                                                        \
+    PAIR(XN, XT, XD, bf16, ushort, FC_BF16)
+#define FC_EACH_PAIR(PAIR)                                                                     \
+    FC_WITH_F32(FC_EACH_OUTPUT(PAIR, f32, float, FC_F32))                                      \
+    FC_WITH_F16(FC_EACH_OUTPUT(PAIR, f16, half, FC_F16))                                       \
+    FC_WITH_BF16(FC_EACH_OUTPUT(PAIR, bf16, ushort, FC_BF16))
 
 /* Elements of a 16-byte chunk. */
 #define FC_CHUNK(dt) ((dt) == FC_F32 ? 4u : 8u)

@@ -118,12 +118,5 @@ FC_INLINE void fc_split_row_ordered(const int xdt, const int ydt, const __global
                              scratch, &ticket, &row_md);                                       \
     }
 
-#define FC_ORDERED_FROM(XN, XT, XD)                                                            \
-    FC_ORDERED_PAIR(XN, XT, XD, f32, float, FC_F32)                                            \
-    FC_ORDERED_PAIR(XN, XT, XD, f16, half, FC_F16)                                             \
-    FC_ORDERED_PAIR(XN, XT, XD, bf16, ushort, FC_BF16)
-
-FC_WITH_F32(FC_ORDERED_FROM(f32, float, FC_F32))
-FC_WITH_F16(FC_ORDERED_FROM(f16, half, FC_F16))
-FC_WITH_BF16(FC_ORDERED_FROM(bf16, ushort, FC_BF16))
+FC_EACH_PAIR(FC_ORDERED_PAIR)
 #endif /* FC_ORDERED */

@@ -59,7 +59,7 @@ enum { FC_ATTN_PART_MERGE = 4, FC_ATTN_PART_TILED_DECODE = 5 };
 
 /* Kernels of the softmax programs (cl/softmax.cl), indexed [input dtype][output dtype], and the
  * launch limits softmax.c derived from the build options and from the kernels themselves. */
-#define FC_SOFTMAX_WG_KINDS 7
+#define FC_SOFTMAX_WG_KINDS 8
 typedef struct fc_softmax_kernels {
     cl_kernel rows_in_registers[FC_DTYPE_COUNT][FC_DTYPE_COUNT];
     cl_kernel online_chunked[FC_DTYPE_COUNT][FC_DTYPE_COUNT];
@@ -69,6 +69,7 @@ typedef struct fc_softmax_kernels {
     cl_kernel rows_held[3][FC_DTYPE_COUNT][FC_DTYPE_COUNT];      /* 8, 16, 32 elements (32: 16-bit
                                                                     inputs only) */
     cl_kernel split_row_ordered[FC_DTYPE_COUNT][FC_DTYPE_COUNT]; /* NULL when not built */
+    cl_kernel rows_vector[FC_DTYPE_COUNT][FC_DTYPE_COUNT];       /* CPUs only; else NULL */
     unsigned rir_chunks;                 /* 16-byte chunks per work-item (FC_RIR_CHUNKS) */
     unsigned coop_elems;                 /* FC_COOP_ELEMS: cooperative floats per item */
     size_t rir_max_wg;                   /* largest team / work-group (a power of two) */
@@ -82,6 +83,8 @@ typedef struct fc_softmax_kernels {
     unsigned stream_unroll;              /* FC_STREAM_UNROLL */
     cl_ulong l2_budget;                  /* ordered split: bytes read between a slice's reads */
     int ordered;                         /* split_row_ordered kernels exist */
+    int rows_vector_built;               /* rows_vector kernels exist */
+    size_t rows_vector_wg;               /* work-group of rows_vector (one row per work-item) */
     /* Per input dtype (one program each): the smallest CL_KERNEL_WORK_GROUP_SIZE of each kind
      * of kernel, and whether that dtype's kernels exist; the limits above cover them all. */
     size_t kernel_wg[FC_DTYPE_COUNT][FC_SOFTMAX_WG_KINDS];

@@ -26,6 +26,8 @@ typedef struct fc_softmax_tuning {
     int coop;
     int ordered;            /* FC_ORDERED: the ticket-ordered split row */
     cl_ulong l2_budget;     /* bytes the ordered split reads between a slice's two reads */
+    int rows_vector;        /* FC_ROWS_VECTOR: a row per work-item in float16 values (CPUs) */
+    size_t rows_vector_wg;  /* its work-group size */
     const char *cl_std;     /* "" or a -cl-std= that unlocks sub-group functions */
 } fc_softmax_tuning;
 
@@ -81,10 +83,22 @@ static void fc_softmax_tune(const fc_cl_device *dev, fc_softmax_tuning *t)
          * forced SPLIT_ROW runs it, so the tests reach it. */
         t->ordered = dev->vendor == FC_VENDOR_POCL && dev->has_int64_atomics;
         t->l2_budget = (cl_ulong)1 << 20;
+        /* PoCL: a row per work-item in float16 values (cl/softmax_rows_vector.cl), a few rows
+         * per work-group (a work-group is one task of PoCL's thread pool). 2-core AVX-512
+         * machine, 2026-11-22, f32 / f16 / bf16 ms against the kernels above: 4096x1024 2.02 /
+         * 2.42 / 3.14 against 13.1 / 9.3 / 11.8; 64x65536 1.34 / 1.92 / 2.98 against 9.8 / 12.8
+         * / 16.8. Not Rusticl: llvmpipe ends every loop of an invocation after 65535 passes in
+         * all (see discovery.c), which one work-item walking a long row would exceed. */
+        t->rows_vector = dev->vendor == FC_VENDOR_POCL;
+        t->rows_vector_wg = 4;
     }
     /* Oclgrind (a GPU by its device type) runs work-groups one after another or each on a
      * thread of its own: the ordered split is safe there, and its checks should see it. */
-    if (strstr(dev->info.name, "Oclgrind")) t->ordered = dev->has_int64_atomics;
+    if (strstr(dev->info.name, "Oclgrind")) {
+        t->ordered = dev->has_int64_atomics;
+        t->rows_vector = 1; /* and the CPU kernel, which AUTO then takes */
+        t->rows_vector_wg = 4;
+    }
     if (t->sg == FC_SG_NV_PTX && t->max_wg < 32) t->sg = FC_SG_NONE; /* warps must be whole */
     if (t->rir_group_wg > t->max_wg) t->rir_group_wg = t->max_wg;
     if (t->chunked_wg > t->max_wg) t->chunked_wg = t->max_wg;
@@ -134,11 +148,11 @@ void fc_cl_softmax_options(const fc_cl_device *dev, int part, char *out, size_t 
              "%s%s -D%s -DFC_SG_SIZE=%d -DFC_MAX_WG=%zu -DFC_RIR_CHUNKS=%u "
              "-DFC_STREAM_UNROLL=%u -DFC_COOP=%d -DFC_COOP_ELEMS=%u "
              "-DFC_HALF_IMPL=%u -DFC_FAST_EXP=%d -DFC_NV_SLEEP=%d -DFC_ORDERED=%d "
-             "-DFC_STREAM_STORES=%d -DFC_NV_CVT2=%d -DFC_DTYPES=%d",
+             "-DFC_STREAM_STORES=%d -DFC_NV_CVT2=%d -DFC_ROWS_VECTOR=%d -DFC_DTYPES=%d",
              extra, t.cl_std, sg_define[t.sg], t.sg_size, t.max_wg, t.rir_chunks, t.stream_unroll,
              t.coop, t.coop_elems, t.half_impl,
              t.fast_exp && (part == FC_PART_F16 || part == FC_PART_BF16), t.nv_sleep, t.ordered,
-             t.stream_stores, t.nv_cvt2,
+             t.stream_stores, t.nv_cvt2, t.rows_vector,
              part == FC_PART_ALL_DTYPES ? 7 : 1 << part);
 }
 
@@ -148,7 +162,7 @@ static const char *const fc_dtype_suffix[FC_DTYPE_COUNT] = {"f32", "f16", "bf16"
 
 /* Kinds of kernel whose work-group limits the launches share (kernel_wg's second index). */
 enum { FC_WG_RIR, FC_WG_HELD, FC_WG_CHUNKED, FC_WG_SPLIT, FC_WG_COOP, FC_WG_ORDERED,
-       FC_WG_HELD32 };
+       FC_WG_HELD32, FC_WG_VECTOR };
 
 static flashcl_status fc_create_kernel(fc_cl_context *ctx, cl_program program, cl_kernel *out,
                                        size_t *max_wg, const char *base, int xd, int yd)
@@ -211,6 +225,9 @@ static flashcl_status fc_create_input_kernels(fc_cl_context *ctx, cl_program pro
         if (st == FLASHCL_SUCCESS && t->ordered)
             st = fc_create_kernel(ctx, program, &k->split_row_ordered[xd][yd],
                                   &wg[FC_WG_ORDERED], "softmax_split_row_ordered", xd, yd);
+        if (st == FLASHCL_SUCCESS && t->rows_vector)
+            st = fc_create_kernel(ctx, program, &k->rows_vector[xd][yd], &wg[FC_WG_VECTOR],
+                                  "softmax_rows_vector", xd, yd);
     }
     return st;
 }
@@ -248,6 +265,9 @@ static flashcl_status fc_set_limits(fc_cl_context *ctx, const fc_softmax_tuning 
     if (k->held32_max_wg < 32) k->held32_max_wg = 0;
     k->ordered_wg = t->ordered ? fc_floor_pow2(fc_min(wg[FC_WG_ORDERED], t->split_wg)) : 0;
     k->ordered = t->ordered;
+    k->rows_vector_built = t->rows_vector;
+    k->rows_vector_wg =
+        t->rows_vector ? fc_floor_pow2(fc_min(wg[FC_WG_VECTOR], t->rows_vector_wg)) : 0;
     k->stream_unroll = t->stream_unroll;
     k->l2_budget = t->l2_budget;
     if (t->sg == FC_SG_NV_PTX &&
@@ -291,7 +311,7 @@ void fc_cl_softmax_release_kernels(fc_cl_context *ctx, int part)
                 &k->rows_held[1][xd][yd],        &k->rows_held[2][xd][yd],
                 &k->online_chunked[xd][yd],
                 &k->split_row_normalize[xd][yd], &k->split_row_cooperative[xd][yd],
-                &k->split_row_ordered[xd][yd]};
+                &k->split_row_ordered[xd][yd],   &k->rows_vector[xd][yd]};
             size_t i;
             for (i = 0; i < sizeof pair / sizeof pair[0]; i++) {
                 if (*pair[i]) clReleaseKernel(*pair[i]);
@@ -468,6 +488,13 @@ static flashcl_status fc_enqueue_batch(fc_cl_context *ctx, const fc_softmax_desc
         }
         return st;
     }
+    case FC_PLAN_VECTOR: {
+        const fc_arg args[] = {FC_ARG(x),     FC_ARG(x_off),    FC_ARG(x_stride), FC_ARG(y),
+                               FC_ARG(y_off), FC_ARG(y_stride), FC_ARG(n),        FC_ARG(cols),
+                               FC_ARG(scale), FC_ARG(log_mode)};
+        return fc_launch(ctx, k->rows_vector[xd][yd], args, 10,
+                         (size_t)((n + p->wg - 1) / p->wg), p->wg);
+    }
     }
     return fc_fail(FLASHCL_BACKEND_ERROR, "softmax: unknown plan");
 }
@@ -498,7 +525,7 @@ flashcl_status fc_cl_softmax(void *vctx, const fc_softmax_desc *desc)
     if (fc_env_flag("FLASHCL_SOFTMAX_TRACE")) {
         static const char *const names[] = {"rows_in_registers", "rows_held", "online_chunked",
                                             "split_row", "split_row_cooperative",
-                                            "split_row_ordered"};
+                                            "split_row_ordered", "rows_vector"};
         fprintf(stderr,
                 "flashcl softmax (opencl): %lld x %lld -> %s, work-group %zu, team %u, elems %u, "
                 "slices %u of %llu, lag %llu\n",
@@ -510,6 +537,8 @@ flashcl_status fc_cl_softmax(void *vctx, const fc_softmax_desc *desc)
     /* Launches stay below 2^31 work-items; chunked work-groups loop over rows. */
     if (p.kind == FC_PLAN_RIR || p.kind == FC_PLAN_HELD)
         batch = (cl_ulong)(INT_MAX / p.wg) * (p.wg / p.team);
+    else if (p.kind == FC_PLAN_VECTOR)
+        batch = (cl_ulong)(INT_MAX / p.wg) * p.wg;
     else if (p.kind == FC_PLAN_ORDERED)
         batch = (cl_ulong)(INT_MAX / p.wg / p.slices / 2);
     else if (p.kind == FC_PLAN_CHUNKED)

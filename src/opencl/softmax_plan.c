@@ -249,7 +249,16 @@ flashcl_status fc_softmax_choose_plan(const fc_cl_context *ctx, const fc_softmax
     default:
         break;
     }
-    /* AUTO. Rows that fit a work-group: one read, one write (the legacy choice's caveat about
+    /* AUTO. PoCL (and Oclgrind, to check it): a row per work-item in 16-wide vectors
+     * (cl/softmax_rows_vector.cl) as soon as every compute unit gets a row; fewer rows than that keep the split kernels, which spread
+     * a row over several. FLASHCL_SOFTMAX_NO_ROWS_VECTOR=1 turns it off (A/B). */
+    if (k->rows_vector_built && rows >= (int64_t)dev->compute_units &&
+        !fc_env_flag("FLASHCL_SOFTMAX_NO_ROWS_VECTOR")) {
+        p->kind = FC_PLAN_VECTOR;
+        p->wg = k->rows_vector_wg;
+        return FLASHCL_SUCCESS;
+    }
+    /* Rows that fit a work-group: one read, one write (the legacy choice's caveat about
      * few rows only matters past 8192 columns, beyond the 16-element cap on NVIDIA). f16 rows
      * of at most 256 keep the raw chunks: rows held measured 0.0193 ms against 0.0123 for
      * 32768 x 128 f16 on an H100 (bf16 and f32 were faster held). */

@@ -11,7 +11,8 @@ typedef enum fc_plan_kind {
     FC_PLAN_CHUNKED, /* softmax_online_chunked */
     FC_PLAN_SPLIT,   /* softmax_split_row_partials + softmax_split_row_normalize */
     FC_PLAN_COOP,    /* softmax_split_row_cooperative */
-    FC_PLAN_ORDERED  /* softmax_split_row_ordered */
+    FC_PLAN_ORDERED, /* softmax_split_row_ordered */
+    FC_PLAN_VECTOR   /* softmax_rows_vector: a row per work-item in 16-wide vectors (CPUs) */
 } fc_plan_kind;
 
 typedef struct fc_plan {
