@@ -484,7 +484,7 @@ flashcl_status fc_cl_attention_forward(void *opaque, const fc_attention_desc *d)
         fc_attn_arg(&a, sizeof at, &at), fc_attn_arg(&a, sizeof mdims, &mdims);
         fc_attn_arg_mem(&a, d->o_mem), fc_attn_arg(&a, sizeof uos, &uos);
         fc_attn_arg_mem(&a, d->lse_mem), fc_attn_arg(&a, sizeof uls, &uls), fc_attn_arg(&a, sizeof out, &out);
-        st = fc_attn_enqueue(ctx, &a, (size_t)rows_all, fc_attn_split_merge_wg(&ctx->dev));
+        st = fc_attn_enqueue(ctx, &a, (size_t)rows_all, ctx->attention.split_merge_wg);
     }
 done:
     mtx_unlock(&ctx->launch_lock);

@@ -118,6 +118,7 @@ typedef struct fc_attention_kernels {
     cl_kernel mma[FC_ATTN_MMA_CLASSES][2];
     int mma_warps;              /* warps per work-group the mma kernels were built for */
     cl_kernel split_merge;      /* split-KV partials (f32 scratch) -> o, lse */
+    size_t split_merge_wg;      /* its work-group (attention_merge.c) */
     cl_kernel merge;            /* up to 4 partial (o, lse) -> o, lse (flashcl_attention_merge) */
     size_t merge_wg;            /* its work-group: fc_attn_merge_wg, or less where the kernel's
                                    own limit is lower */
