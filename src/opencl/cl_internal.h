@@ -44,6 +44,9 @@ typedef struct fc_cl_device {
     int opencl_c_major;         /* of CL_DEVICE_OPENCL_C_VERSION; 1 when unknown */
     int has_int64_atomics;      /* cl_khr_int64_base_atomics */
     int nv_compute_major;       /* NVIDIA compute capability major; 0 when unknown */
+    long loop_limit;            /* loop passes one work-item may make in all, summed over every
+                                   loop of the kernel, before the driver silently ends its
+                                   loops (discovery.c); 0: no such limit */
 } fc_cl_device;
 
 /* A kernel family's kernels are built as several programs that the driver compiles
