@@ -7,19 +7,30 @@
  * o = Σ exp(lse_s - lse)·o_s.
  * The work-items split both the head dim (float4 columns) and the splits, so that many loads
  * are in flight; the column partial sums are then added in a fixed order (deterministic).
- * dims: Sq, Hq, D, nsplit; out: o dtype, 1 when lse is written. */
+ * Columns beyond the work-group (a 256-wide head on fewer than 64 items) take several rounds.
+ * dims: Sq, Hq, D, nsplit; out: o dtype, 1 when lse is written.
+ * Work-group: FC_ATTN_SPLIT_WG items on GPUs; with FC_ATTN_GENERIC (CPUs) any power of two up
+ * to it, as the host finds the kernel allows (Rusticl on llvmpipe reports 32 for every kernel). */
 #ifndef FC_ATTN_SPLIT_WG
 #define FC_ATTN_SPLIT_WG 256
 #endif
 #define FC_ATTN_MERGE_ILP 8 /* a power of two */
+#if defined(FC_ATTN_GENERIC)
+#define FC_ATTN_SPLIT_ATTR
+#define FC_ATTN_SPLIT_N ((int)get_local_size(0))
+#else
+#define FC_ATTN_SPLIT_ATTR __attribute__((reqd_work_group_size(FC_ATTN_SPLIT_WG, 1, 1)))
+#define FC_ATTN_SPLIT_N FC_ATTN_SPLIT_WG
+#endif
 #if FC_ATTN_KINDS & FC_ATTN_KIND_MERGE
-__kernel __attribute__((reqd_work_group_size(FC_ATTN_SPLIT_WG, 1, 1))) void fc_attn_split_merge(
+__kernel FC_ATTN_SPLIT_ATTR void fc_attn_split_merge(
     __global const float *part_o, __global const float *part_lse, long4 at, int4 dims,
     __global uchar *o, long4 os, __global float *lse, long4 ls, int2 out)
 {
     __local float scratch[FC_ATTN_SPLIT_WG];
     __local float w[FC_ATTN_MAX_SPLITS];
     __local float4 part[FC_ATTN_SPLIT_WG];
+    const int N = FC_ATTN_SPLIT_N;
     const int Sq = dims.x, H = dims.y, D = dims.z, nsplit = dims.w;
     const int lid = (int)get_local_id(0);
     const ulong row = get_group_id(0);
@@ -29,11 +40,11 @@ __kernel __attribute__((reqd_work_group_size(FC_ATTN_SPLIT_WG, 1, 1))) void fc_a
 
     /* weights: w_s = exp(lse_s - M) */
     float mx = -INFINITY;
-    for (int s = lid; s < nsplit; s += FC_ATTN_SPLIT_WG)
+    for (int s = lid; s < nsplit; s += N)
         mx = fmax(mx, part_lse[at.w + (long)s * at.y + (long)row]);
     scratch[lid] = mx;
     barrier(CLK_LOCAL_MEM_FENCE);
-    for (int k = FC_ATTN_SPLIT_WG / 2; k > 0; k >>= 1) {
+    for (int k = N / 2; k > 0; k >>= 1) {
         if (lid < k)
             scratch[lid] = fmax(scratch[lid], scratch[lid + k]);
         barrier(CLK_LOCAL_MEM_FENCE);
@@ -41,7 +52,7 @@ __kernel __attribute__((reqd_work_group_size(FC_ATTN_SPLIT_WG, 1, 1))) void fc_a
     mx = scratch[0];
     barrier(CLK_LOCAL_MEM_FENCE);
     float sum = 0.0f;
-    for (int s = lid; s < nsplit; s += FC_ATTN_SPLIT_WG) {
+    for (int s = lid; s < nsplit; s += N) {
         const float ls_ = part_lse[at.w + (long)s * at.y + (long)row];
         const float e = mx == -INFINITY ? 0.0f : exp(ls_ - mx);
         w[s] = e;
@@ -49,7 +60,7 @@ __kernel __attribute__((reqd_work_group_size(FC_ATTN_SPLIT_WG, 1, 1))) void fc_a
     }
     scratch[lid] = sum;
     barrier(CLK_LOCAL_MEM_FENCE);
-    for (int k = FC_ATTN_SPLIT_WG / 2; k > 0; k >>= 1) {
+    for (int k = N / 2; k > 0; k >>= 1) {
         if (lid < k)
             scratch[lid] += scratch[lid + k];
         barrier(CLK_LOCAL_MEM_FENCE);
@@ -57,41 +68,48 @@ __kernel __attribute__((reqd_work_group_size(FC_ATTN_SPLIT_WG, 1, 1))) void fc_a
     sum = scratch[0];
     const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
 
-    /* columns of 4 dims × groups of splits */
+    /* columns of 4 dims × groups of splits, cw columns a round */
     const int d4n = (D + 3) / 4;
     int cols = 1;
     while (cols < d4n)
         cols <<= 1;
-    const int groups = FC_ATTN_SPLIT_WG / cols, c4 = lid % cols, grp = lid / cols;
-    /* FC_ATTN_MERGE_ILP independent sums, so that as many splits' loads are in flight at once
-     * (the loop waits for its loads once per round, not once per split) */
-    float4 as[FC_ATTN_MERGE_ILP];
-    FC_ATTN_UNROLL for (int u = 0; u < FC_ATTN_MERGE_ILP; u++)
-        as[u] = (float4)(0.0f);
-    if (c4 < d4n)
-        for (int s0 = grp; s0 < nsplit; s0 += FC_ATTN_MERGE_ILP * groups)
-            FC_ATTN_UNROLL for (int u = 0; u < FC_ATTN_MERGE_ILP; u++) {
-                const int s = s0 + u * groups;
-                const long base = at.z + (long)s * at.x + (long)row * D + 4 * c4;
-                if (s < nsplit)
-                    as[u] += w[s] * (4 * c4 + 4 <= D
-                                         ? vload4(0, part_o + base)
-                                         : (float4)(part_o[base],
-                                                    4 * c4 + 1 < D ? part_o[base + 1] : 0.0f,
-                                                    4 * c4 + 2 < D ? part_o[base + 2] : 0.0f,
-                                                    0.0f));
-            }
-    FC_ATTN_UNROLL for (int n = FC_ATTN_MERGE_ILP / 2; n > 0; n >>= 1) /* pairwise, fixed order */
-        FC_ATTN_UNROLL for (int u = 0; u < n; u++)
-            as[u] += as[u + n];
-    float4 a = as[0];
-    part[lid] = a;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    if (grp == 0 && c4 < d4n) {
-        for (int g = 1; g < groups; g++)
-            a += part[g * cols + c4];
-        const ulong orow = fc_attn_row(os, b, qi, h);
-        fc_attn_store4(out.x, o, orow + 4 * c4, D - 4 * c4, 0, a * inv);
+    const int cw = min(cols, N), groups = N / cw, grp = lid / cw;
+    const long row_at = at.z + (long)row * D, split_at = at.x;
+    const ulong orow = fc_attn_row(os, b, qi, h);
+    const int o_dt = out.x;
+    for (int cb = 0; cb < cols; cb += cw) {
+        const int c4 = cb + lid % cw;
+        /* FC_ATTN_MERGE_ILP independent sums, so that as many splits' loads are in flight at
+         * once (the loop waits for its loads once per round, not once per split) */
+        float4 as[FC_ATTN_MERGE_ILP];
+        FC_ATTN_UNROLL for (int u = 0; u < FC_ATTN_MERGE_ILP; u++)
+            as[u] = (float4)(0.0f);
+        if (c4 < d4n)
+            for (int s0 = grp; s0 < nsplit; s0 += FC_ATTN_MERGE_ILP * groups)
+                FC_ATTN_UNROLL for (int u = 0; u < FC_ATTN_MERGE_ILP; u++) {
+                    const int s = s0 + u * groups;
+                    const long base = row_at + (long)s * split_at + 4 * c4;
+                    if (s < nsplit)
+                        as[u] += w[s] * (4 * c4 + 4 <= D
+                                             ? vload4(0, part_o + base)
+                                             : (float4)(part_o[base],
+                                                        4 * c4 + 1 < D ? part_o[base + 1] : 0.0f,
+                                                        4 * c4 + 2 < D ? part_o[base + 2] : 0.0f,
+                                                        0.0f));
+                }
+        FC_ATTN_UNROLL for (int n = FC_ATTN_MERGE_ILP / 2; n > 0; n >>= 1) /* pairwise, fixed */
+            FC_ATTN_UNROLL for (int u = 0; u < n; u++)
+                as[u] += as[u + n];
+        float4 a = as[0];
+        part[lid] = a;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (grp == 0 && c4 < d4n) {
+            for (int g = 1; g < groups; g++)
+                a += part[g * cw + lid];
+            fc_attn_store4(o_dt, o, orow + 4 * c4, D - 4 * c4, 0, a * inv);
+        }
+        if (cb + cw < cols) /* the next round reuses part (uniform) */
+            barrier(CLK_LOCAL_MEM_FENCE);
     }
     if (out.y && lid == 0)
         lse[fc_attn_row(ls, b, h, qi)] = sum > 0.0f ? mx + log(sum) : -INFINITY;

@@ -24,6 +24,16 @@
 #define FC_ATTN_LOG2E 1.4426950408889634
 /* Split-KV scratch (partials of every split) is capped; past it, fewer splits. */
 #define FC_ATTN_SCRATCH_CAP ((size_t)256 << 20)
+/* Loop passes per key and per 64 dims of the head-dim class that one work-item of each kernel
+ * makes, for devices whose driver ends loops after fc_cl_device.loop_limit passes (llvmpipe):
+ * twice what Mesa 22.3.6 took with the generic kernels, from the most keys one work-group got
+ * right at head dims 64, 128, 256 (every dtype, aligned rows or not, causal, softcap): prefill
+ * 1088, 624, 328; key-parallel decode 2016, 1128, 808 (f32; 16-bit blocks do a little better);
+ * tiled decode 2464, 1560, 896. The margin covers what this estimate does not see (another
+ * Mesa unrolling less). */
+#define FC_ATTN_PASSES_PREFILL 120
+#define FC_ATTN_PASSES_DECODE_KEYS 66
+#define FC_ATTN_PASSES_DECODE_TILES 54
 
 const int fc_attn_class_dim[FC_ATTN_DIM_CLASSES] = {64, 128, 256};
 const char *const fc_attn_dtype_name[FC_DTYPE_COUNT] = {"f32", "f16", "bf16"};
@@ -297,14 +307,16 @@ typedef struct fc_attn_launch {
  * extra passes over the keys hit the cache, while a prefill tile would compute its empty rows)
  * and, for decode, the key-parallel kernel (the tiled one when FLASHCL_ATTENTION_DECODE_LEGACY=1
  * asks for it, or when it is all this class has); the number of key splits (when the tiles
- * alone would leave the device idle and keys are many); and checks that the shape fits the
- * kernels' 32-bit row and key indices. */
+ * alone would leave the device idle and keys are many, and always enough that no work-group
+ * walks more keys than a driver's loop limit allows: that minimum overrides
+ * FLASHCL_ATTENTION_SPLITS); and checks that the shape fits the kernels' 32-bit row and key
+ * indices. */
 static flashcl_status plan_forward(fc_cl_context *ctx, const fc_attention_desc *d,
                                    fc_attn_launch *p)
 {
     const fc_attention_kernels *ak = &ctx->attention;
     int64_t group = d->heads_q / d->heads_kv, rows = group * d->seqlen_q, base, bn;
-    int64_t max_split, target, nsplit, kps, tile_r, min_blocks = 2, per_cu;
+    int64_t max_split, target, nsplit, kps, tile_r, min_blocks = 2, per_cu, need = 1;
     int64_t split_cap = FC_ATTN_MAX_SPLITS;
     const char *force = getenv("FLASHCL_ATTENTION_FAMILY");
     const int legacy = fc_attn_decode_legacy();
@@ -372,6 +384,28 @@ static flashcl_status plan_forward(fc_cl_context *ctx, const fc_attention_desc *
     }
     p->ntiles = (int)((rows + tile_r - 1) / tile_r);
 
+    /* A driver that ends loops after loop_limit passes (llvmpipe, see discovery.c) would drop
+     * the keys past what a work-group's passes reach without a word: `need` splits keep every
+     * work-group within max_keys (whole tiles), or the shape is refused. */
+    if (ctx->dev.loop_limit > 0) {
+        const int64_t passes = p->kernel == kk                 ? FC_ATTN_PASSES_DECODE_KEYS
+                               : p->family == FC_ATTN_DECODE ? FC_ATTN_PASSES_DECODE_TILES
+                                                             : FC_ATTN_PASSES_PREFILL;
+        const int64_t max_keys = (int64_t)ctx->dev.loop_limit * 64 /
+                                 (passes * fc_attn_class_dim[p->dim_class]) / bn * bn;
+        need = max_keys > 0 ? (d->seqlen_k + max_keys - 1) / max_keys : INT64_MAX;
+        if (need > 1 && (!ak->split_merge || need > FC_ATTN_MAX_SPLITS))
+            return fc_fail(FLASHCL_UNSUPPORTED,
+                           "seqlen_k %lld with head_dim %lld is too long for '%s': its driver "
+                           "ends a kernel's loops after %ld passes, so one work-group may walk "
+                           "at most %lld keys, and %s (%d at most)",
+                           (long long)d->seqlen_k, (long long)d->head_dim, ctx->dev.info.name,
+                           ctx->dev.loop_limit, (long long)max_keys,
+                           ak->split_merge ? "the keys would need more splits than that"
+                                           : "this device has no split-KV merge kernel",
+                           ak->split_merge ? FC_ATTN_MAX_SPLITS : 1);
+    }
+
     /* Split-KV: enough work-groups for a few per compute unit, each split at least min_blocks
      * key tiles long, the partials within the scratch cap. */
     base = d->batch * d->heads_kv * p->ntiles;
@@ -386,6 +420,7 @@ static flashcl_status plan_forward(fc_cl_context *ctx, const fc_attention_desc *
     while (nsplit > 1 && (size_t)nsplit * (size_t)(d->batch * d->heads_q * d->seqlen_q) *
                                  (size_t)(d->head_dim + 1) * 4 > FC_ATTN_SCRATCH_CAP)
         nsplit /= 2;
+    if (nsplit < need) nsplit = need; /* past the scratch cap if it must be (correct first) */
     if (nsplit < 1) nsplit = 1;
     kps = (d->seqlen_k + nsplit - 1) / nsplit;
     kps = (kps + bn - 1) / bn * bn; /* splits start on tile boundaries */
@@ -484,7 +519,7 @@ flashcl_status fc_cl_attention_forward(void *opaque, const fc_attention_desc *d)
         fc_attn_arg(&a, sizeof at, &at), fc_attn_arg(&a, sizeof mdims, &mdims);
         fc_attn_arg_mem(&a, d->o_mem), fc_attn_arg(&a, sizeof uos, &uos);
         fc_attn_arg_mem(&a, d->lse_mem), fc_attn_arg(&a, sizeof uls, &uls), fc_attn_arg(&a, sizeof out, &out);
-        st = fc_attn_enqueue(ctx, &a, (size_t)rows_all, fc_attn_split_merge_wg(&ctx->dev));
+        st = fc_attn_enqueue(ctx, &a, (size_t)rows_all, ctx->attention.split_merge_wg);
     }
 done:
     mtx_unlock(&ctx->launch_lock);

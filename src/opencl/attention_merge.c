@@ -10,24 +10,33 @@
 
 /* ---- kernels ------------------------------------------------------------------------------ */
 
-/* The split merge (compiled for one work-group size) is dropped where the kernel cannot run
- * that many: forward then runs unsplit. fc_attn_merge runs at any work-group size: the largest
- * power of two up to fc_attn_merge_wg that the kernel allows. */
+/* The split merge runs at the work-group size it was compiled for on GPUs, and is dropped where
+ * the kernel cannot run that many (forward then runs unsplit); the generic (CPU) build runs at
+ * any power of two up to it, the largest the kernel allows (Rusticl on llvmpipe reports 32 for
+ * every kernel). fc_attn_merge runs at any work-group size: the largest power of two up to
+ * fc_attn_merge_wg that the kernel allows. */
+static size_t pow2_within(size_t wg, size_t max_wg)
+{
+    while (wg > 1 && wg > max_wg) wg /= 2;
+    return wg;
+}
+
 flashcl_status fc_attn_merge_create_kernels(fc_cl_context *ctx, cl_program program)
 {
     fc_attention_kernels *ak = &ctx->attention;
-    size_t max_wg = 0, wg = fc_attn_merge_wg(&ctx->dev);
+    size_t max_wg = 0, split_wg = fc_attn_split_merge_wg(&ctx->dev);
     flashcl_status st = fc_attn_create_kernel(ctx, program, "fc_attn_split_merge",
                                               &ak->split_merge, &max_wg);
     if (st != FLASHCL_SUCCESS) return st;
-    if (max_wg < fc_attn_split_merge_wg(&ctx->dev)) {
+    ak->split_merge_wg = fc_attn_generic_kernels(&ctx->dev) ? pow2_within(split_wg, max_wg)
+                                                            : split_wg;
+    if (max_wg < ak->split_merge_wg) {
         clReleaseKernel(ak->split_merge);
         ak->split_merge = NULL;
     }
     st = fc_attn_create_kernel(ctx, program, "fc_attn_merge", &ak->merge, &max_wg);
     if (st != FLASHCL_SUCCESS) return st;
-    while (wg > 1 && wg > max_wg) wg /= 2;
-    ak->merge_wg = wg;
+    ak->merge_wg = pow2_within(fc_attn_merge_wg(&ctx->dev), max_wg);
     return FLASHCL_SUCCESS;
 }
 

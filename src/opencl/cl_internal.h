@@ -44,6 +44,9 @@ typedef struct fc_cl_device {
     int opencl_c_major;         /* of CL_DEVICE_OPENCL_C_VERSION; 1 when unknown */
     int has_int64_atomics;      /* cl_khr_int64_base_atomics */
     int nv_compute_major;       /* NVIDIA compute capability major; 0 when unknown */
+    long loop_limit;            /* loop passes one work-item may make in all, summed over every
+                                   loop of the kernel, before the driver silently ends its
+                                   loops (discovery.c); 0: no such limit */
 } fc_cl_device;
 
 /* A kernel family's kernels are built as several programs that the driver compiles
@@ -121,6 +124,7 @@ typedef struct fc_attention_kernels {
     cl_kernel mma[FC_ATTN_MMA_CLASSES][2];
     int mma_warps;              /* warps per work-group the mma kernels were built for */
     cl_kernel split_merge;      /* split-KV partials (f32 scratch) -> o, lse */
+    size_t split_merge_wg;      /* its work-group (attention_merge.c) */
     cl_kernel merge;            /* up to 4 partial (o, lse) -> o, lse (flashcl_attention_merge) */
     size_t merge_wg;            /* its work-group: fc_attn_merge_wg, or less where the kernel's
                                    own limit is lower */

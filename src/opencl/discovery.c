@@ -128,6 +128,15 @@ flashcl_status fc_cl_describe(cl_platform_id platform, cl_device_id device, fc_c
             dev->nv_compute_major = (int)major;
     }
 
+    /* Mesa's llvmpipe (Rusticl's CPU device) gives every kernel invocation one loop counter,
+     * set to LP_MAX_TGSI_LOOP_ITERATIONS = 65535 at its start and decremented at the end of
+     * every pass of every loop (nested or not, the exit pass included); at 0 the loop running
+     * then ends as if every lane had broken out, and each later loop runs one pass: no error,
+     * just a wrong answer (gallivm lp_bld_ir_common.c, lp_exec_mask_function_init and
+     * lp_exec_endloop; measured on Mesa 22.3.6, and still so in later versions). Loops the
+     * compiler unrolls do not count. Attention plans its splits around it (attention.c). */
+    dev->loop_limit = fc_contains_nocase(dev->info.name, "llvmpipe") ? 65535 : 0;
+
     dev->info.backend = FLASHCL_BACKEND_OPENCL;
     dev->info.global_mem_bytes = (size_t)global_mem;
     dev->info.local_mem_bytes = (size_t)local_mem;

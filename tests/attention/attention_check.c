@@ -23,6 +23,23 @@ flashcl_attention_params ta_default_params(void)
     return p;
 }
 
+ta_case ta_new_case(flashcl_dtype dt, int64_t batch, int64_t seqlen_q, int64_t seqlen_k,
+                    int64_t heads_q, int64_t heads_kv, int64_t head_dim)
+{
+    ta_case c;
+    memset(&c, 0, sizeof c);
+    c.dtype = dt;
+    c.batch = batch;
+    c.seqlen_q = seqlen_q;
+    c.seqlen_k = seqlen_k;
+    c.heads_q = heads_q;
+    c.heads_kv = heads_kv;
+    c.head_dim = head_dim;
+    c.lse_mode = 1;
+    c.params = ta_default_params();
+    return c;
+}
+
 int ta_large(void)
 {
     const char *v = getenv("FLASHCL_TEST_LARGE");

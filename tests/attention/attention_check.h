@@ -42,6 +42,10 @@ typedef struct ta_case {
 /* Default params: scale 0 (1/sqrt(D)), not causal, no window, no softcap. */
 flashcl_attention_params ta_default_params(void);
 
+/* A case of the given shape, packed BSHD layouts, lse on (packed), default params. */
+ta_case ta_new_case(flashcl_dtype dt, int64_t batch, int64_t seqlen_q, int64_t seqlen_k,
+                    int64_t heads_q, int64_t heads_kv, int64_t head_dim);
+
 /* One-line description (static buffer). */
 const char *ta_case_str(const ta_case *c);
 

@@ -15,18 +15,7 @@ static flashcl_context *g_ctx;
 static ta_case decode_case(flashcl_dtype dt, int64_t b, int64_t sq, int64_t sk, int64_t hq,
                            int64_t hkv, int64_t d)
 {
-    ta_case c;
-    memset(&c, 0, sizeof c);
-    c.dtype = dt;
-    c.batch = b;
-    c.seqlen_q = sq;
-    c.seqlen_k = sk;
-    c.heads_q = hq;
-    c.heads_kv = hkv;
-    c.head_dim = d;
-    c.lse_mode = 1;
-    c.params = ta_default_params();
-    return c;
+    return ta_new_case(dt, b, sq, sk, hq, hkv, d);
 }
 
 static void test_decode_auto(void **state)

@@ -73,6 +73,16 @@ static void test_every_head_dim(void **state)
         }
 }
 
+/* One batch, two query heads sharing one kv head, random layouts, default params but `causal`. */
+static ta_case two_head_case(flashcl_dtype dt, int64_t sq, int64_t sk, int64_t d, int causal,
+                             tu_rng *rng)
+{
+    ta_case c = ta_new_case(dt, 1, sq, sk, 2, 1, d);
+    random_layouts(&c, rng); /* lse mode included */
+    c.params.causal = causal;
+    return c;
+}
+
 /* Unequal lengths both ways, with and without the causal mask (bottom-right aligned). */
 static void test_unequal_lengths(void **state)
 {
@@ -83,18 +93,28 @@ static void test_unequal_lengths(void **state)
     tu_rng_seed(&rng, tu_base_seed() + 2);
     for (size_t i = 0; i < COUNT(pairs); i++)
         for (int causal = 0; causal < 2; causal++) {
-            ta_case c;
-            memset(&c, 0, sizeof c);
-            c.dtype = (flashcl_dtype)tu_rng_below(&rng, 3);
-            c.batch = 1;
-            c.heads_kv = 1;
-            c.heads_q = 2;
-            c.head_dim = k_dims[tu_rng_below(&rng, COUNT(k_dims))];
-            c.seqlen_q = pairs[i][0];
-            c.seqlen_k = pairs[i][1];
-            random_layouts(&c, &rng);
-            c.params = ta_default_params();
-            c.params.causal = causal;
+            const flashcl_dtype dt = (flashcl_dtype)tu_rng_below(&rng, 3);
+            const int64_t d = k_dims[tu_rng_below(&rng, COUNT(k_dims))];
+            ta_case c = two_head_case(dt, pairs[i][0], pairs[i][1], d, causal, &rng);
+            ta_check(g_ctx, &c, tu_rng_next(&rng));
+        }
+}
+
+/* Prefill tiles over long key ranges, every dtype and head-dim class: a driver that ends a
+ * kernel's loops early (Mesa llvmpipe after 65535 passes: 328 keys for one prefill tile at
+ * D 256, 1088 at D 64) needs the library to split the keys (the decode shapes are in
+ * test_attention_decode). */
+static void test_long_keys(void **state)
+{
+    (void)state;
+    static const int64_t shapes[][3] = {{64, 2500, 64}, {37, 2333, 128}, {40, 3000, 256},
+                                        {100, 4100, 96}};
+    tu_rng rng;
+    tu_rng_seed(&rng, tu_base_seed() + 4);
+    for (size_t i = 0; i < COUNT(shapes); i++)
+        for (int dt = 0; dt < 3; dt++) {
+            ta_case c = two_head_case((flashcl_dtype)dt, shapes[i][0], shapes[i][1],
+                                      shapes[i][2], (int)((i + (size_t)dt) % 2), &rng);
             ta_check(g_ctx, &c, tu_rng_next(&rng));
         }
 }
@@ -133,6 +153,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_head_dim),
         cmocka_unit_test(test_unequal_lengths),
+        cmocka_unit_test(test_long_keys),
         cmocka_unit_test(test_random_grid),
     };
     int failures = cmocka_run_group_tests(tests, NULL, NULL);

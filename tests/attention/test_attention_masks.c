@@ -13,18 +13,7 @@ static flashcl_context *g_ctx;
 
 static ta_case base_case(flashcl_dtype dt, int64_t sq, int64_t sk, int64_t d)
 {
-    ta_case c;
-    memset(&c, 0, sizeof c);
-    c.dtype = dt;
-    c.batch = 2;
-    c.heads_kv = 1;
-    c.heads_q = 2;
-    c.seqlen_q = sq;
-    c.seqlen_k = sk;
-    c.head_dim = d;
-    c.lse_mode = 1;
-    c.params = ta_default_params();
-    return c;
+    return ta_new_case(dt, 2, sq, sk, 2, 1, d);
 }
 
 static void test_causal_shapes(void **state)

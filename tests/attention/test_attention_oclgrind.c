@@ -15,20 +15,10 @@ static flashcl_context *g_ctx;
 
 static ta_case small_case(flashcl_dtype dt, int64_t sq, int64_t sk, int64_t d)
 {
-    ta_case c;
-    memset(&c, 0, sizeof c);
-    c.dtype = dt;
-    c.batch = 1;
-    c.heads_q = 2;
-    c.heads_kv = 1;
-    c.seqlen_q = sq;
-    c.seqlen_k = sk;
-    c.head_dim = d;
-    c.lse_mode = 1;
+    ta_case c = ta_new_case(dt, 1, sq, sk, 2, 1, d);
     c.q_layout = TA_PADDED;
     c.kv_layout = TA_KV_PACKED;
     c.o_off = 1;
-    c.params = ta_default_params();
     return c;
 }
 
