@@ -96,7 +96,9 @@ typedef struct fc_merge_args {
  *   report the epilogue's staging tile as racing. wgmma_d128p and wgmma_d128 stay for A/B.
  *   The same schedule at D = 64 (two warpgroups, one block per SM, 218 registers) lost to
  *   wgmma_d64w1b3 everywhere (S512 192.2 vs 243.5, S16384 310.9 vs 344.3); 64-key blocks at two
- *   blocks per SM spill. */
+ *   blocks per SM spill. Also slower than wgmma_d128pp, S512 causal included (163.6 there):
+ *   64-key blocks with pingpong (S512 248.0 vs 284.2, causal 149.3), and one warpgroup with
+ *   64-key blocks at two blocks per SM (S512 255.4, causal 164.4 with the overlap). */
 #define FC_ATTENTION_WGMMA_CONFIGS(X)    \
     X(wgmma_d64w1b3, 64, 128, 1, 0, 3)   \
     X(wgmma_d128pp, 128, 128, 2, 2, 1)   \
