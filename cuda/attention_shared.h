@@ -98,7 +98,10 @@ typedef struct fc_merge_args {
  *   wgmma_d64w1b3 everywhere (S512 192.2 vs 243.5, S16384 310.9 vs 344.3); 64-key blocks at two
  *   blocks per SM spill. Also slower than wgmma_d128pp, S512 causal included (163.6 there):
  *   64-key blocks with pingpong (S512 248.0 vs 284.2, causal 149.3), and one warpgroup with
- *   64-key blocks at two blocks per SM (S512 255.4, causal 164.4 with the overlap). */
+ *   64-key blocks at two blocks per SM (S512 255.4, causal 164.4 with the overlap). A per-warp
+ *   epilogue (each warp staging its rows in a freed ring slot, no block barrier, so one
+ *   warpgroup's epilogue overlaps the other's last products) measured the same as the block-wide
+ *   one (S512 283-284 vs 283-287 TF/s, S1024 366-370 vs 367-369) and was not kept. */
 #define FC_ATTENTION_WGMMA_CONFIGS(X)    \
     X(wgmma_d64w1b3, 64, 128, 1, 0, 3)   \
     X(wgmma_d128pp, 128, 128, 2, 2, 1)   \
