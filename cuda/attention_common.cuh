@@ -100,12 +100,27 @@ FC_DEVICE void store_lse(const fc_attention_args &a, int64_t b, int64_t i, int64
     }
 }
 
-/* Blocks run heaviest first: with a causal mask the last row blocks see the most keys. */
+/* Blocks run heaviest first: with a causal mask the last row blocks see the most keys. The
+ * (batch, kv head) pairs take their row blocks one pair after another, so that the blocks running
+ * at once share K/V in L2; the last a.tail_heads pairs instead interleave theirs, all their
+ * heaviest row blocks before any lighter one, so the grid ends on the lightest blocks of
+ * several pairs rather than on whole pairs' mix of heavy and light ones (idle SMs while a few
+ * heavy blocks finish). */
 FC_DEVICE void block_position(const fc_attention_args &a, int rows, int64_t &r0, int64_t &b, int &kv_head) {
     const int64_t packed = a.seqlen_q * a.group;
     const int64_t row_blocks = (packed + rows - 1) / rows;
-    const int64_t bh = blockIdx.x / row_blocks;
-    r0 = (row_blocks - 1 - (int64_t)blockIdx.x % row_blocks) * rows;
+    const int64_t pairs_in_order = a.batch * a.heads_kv - a.tail_heads;
+    const int64_t x = blockIdx.x;
+    int64_t bh, from_last;
+    if (x < pairs_in_order * row_blocks) {
+        bh = x / row_blocks;
+        from_last = x % row_blocks;
+    } else {
+        const int64_t t = x - pairs_in_order * row_blocks;
+        bh = pairs_in_order + t % a.tail_heads;
+        from_last = t / a.tail_heads;
+    }
+    r0 = (row_blocks - 1 - from_last) * rows;
     b = bh / a.heads_kv;
     kv_head = (int)(bh % a.heads_kv);
 }

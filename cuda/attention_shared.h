@@ -21,7 +21,8 @@ typedef struct fc_attention_args {
     int32_t causal, window_left, window_right;
     int32_t group;                  /* heads_q / heads_kv */
     int32_t splits;                 /* 1: write o (and lse); >1: write the f32 partials */
-    int32_t reserved;
+    int32_t tail_heads;             /* 0, or the last (batch, kv head) pairs whose row blocks run
+                                       heaviest first across all of them (block_position) */
 } fc_attention_args;
 #define FC_ATTENTION_ARGS_BYTES 304
 

@@ -56,6 +56,7 @@ typedef struct fc_cuda_attention_kernel {
     unsigned smem_bytes;
     int pad, rows, keys, threads;
     int usable;
+    int blocks_per_sm;          /* blocks one SM holds at once (occupancy API); 0 if unusable */
 } fc_cuda_attention_kernel;
 
 /* The kernels of the module, by input dtype. */

@@ -4,9 +4,10 @@
  * of its own case table, and the mma.sync one, under FLASHCL_CUDA_ATTENTION_NO_WGMMA=1),
  * the SIMT kernel (f32, and 16-bit layouts the tensor-core kernel refuses), split-KV decode,
  * the decode kernel (at most 16 packed rows, warps streaming their own keys), lse, the
- * fallback configurations (forced here), and flashcl_attention_merge of two halves
- * of the keys. The main suite (FLASHCL_BACKEND=cuda ctest) covers the API at large; this test
- * makes sure each CUDA kernel is reached. Without a CUDA device it prints "SKIP: ..." and exits 77. */
+ * fallback configurations (forced here), the causal tail order of the blocks (forced counts),
+ * and flashcl_attention_merge of two halves of the keys. The main suite (FLASHCL_BACKEND=cuda
+ * ctest) covers the API at large; this test makes sure each CUDA kernel is reached. Without a
+ * CUDA device it prints "SKIP: ..." and exits 77. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -328,6 +329,34 @@ static int probe_wgmma(void) {
     return 1;
 }
 
+/* The order blocks take their (row block, batch, kv head) positions in (block_position, the
+ * causal tail order): the heuristic takes the tail only on grids larger than these cases, so the
+ * tail count is forced -- a part of the pairs (both halves of the mapping), all of them, and one
+ * -- on the default kernel (wgmma on compute capability 9.0), the mma.sync kernel and the SIMT
+ * kernel (f32). Each must equal the reference as without the order. */
+static void test_tail_order(void **state) {
+    static const at_case cases[] = {
+        /* dt, B, Sq, Sk, Hq, Hkv, D, causal, wl, wr, softcap, pad, lse, what, config */
+        {FLASHCL_F16, 2, 300, 300, 6, 3, 128, 1, -1, -1, 0, 0, 1, "tail order d128, GQA 2:1", NULL},
+        {FLASHCL_BF16, 3, 200, 260, 2, 2, 64, 1, -1, -1, 0, 0, 1, "tail order d64, causal Sq<Sk", NULL},
+        {FLASHCL_F32, 2, 70, 70, 3, 3, 32, 1, -1, -1, 0, 0, 1, "tail order f32 (SIMT)", NULL},
+    };
+    static const char *const tails[] = {"4", "100", "1"};
+    (void)state;
+    for (int no_wgmma = 0; no_wgmma < 2; no_wgmma++) {
+        if (no_wgmma) setenv("FLASHCL_CUDA_ATTENTION_NO_WGMMA", "1", 1);
+        for (size_t t = 0; t < sizeof tails / sizeof tails[0]; t++) {
+            setenv("FLASHCL_CUDA_ATTENTION_TAIL_HEADS", tails[t], 1);
+            for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+                printf("%s, tail %s%s\n", cases[i].what, tails[t], no_wgmma ? ", no wgmma" : "");
+                run_case(&cases[i], 0);
+            }
+        }
+    }
+    unsetenv("FLASHCL_CUDA_ATTENTION_TAIL_HEADS");
+    unsetenv("FLASHCL_CUDA_ATTENTION_NO_WGMMA");
+}
+
 static void test_merge_of_halves(void **state) {
     static const at_case cases[] = {
         {FLASHCL_F16, 1, 5, 300, 4, 2, 64, 0, -1, -1, 0, 0, 1, "merge f16", NULL},
@@ -341,6 +370,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_forward_paths_all),
         cmocka_unit_test(test_wgmma_paths),
+        cmocka_unit_test(test_tail_order),
         cmocka_unit_test(test_merge_of_halves),
     };
     flashcl_context_options o = {FLASHCL_BACKEND_CUDA, -1, NULL, ""};
@@ -351,6 +381,8 @@ int main(void) {
     unsetenv("FLASHCL_CUDA_ATTENTION_CONFIG"); /* the cases set these themselves */
     unsetenv("FLASHCL_CUDA_ATTENTION_NO_DECODE");
     unsetenv("FLASHCL_CUDA_ATTENTION_NO_WGMMA");
+    unsetenv("FLASHCL_CUDA_ATTENTION_TAIL_HEADS");
+    unsetenv("FLASHCL_CUDA_ATTENTION_NO_TAIL_ORDER");
     st = flashcl_context_create(&o, &g_ctx);
     if (st == FLASHCL_DEVICE_NOT_FOUND) {
         printf("SKIP: no CUDA device: %s\n", flashcl_last_error());
