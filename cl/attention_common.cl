@@ -118,14 +118,16 @@ FC_INLINE float fc_attn_shuffle_xor(float v, uint mask)
  *   split_stride   element distance between splits' partials in o and lse
  *   aligned        bit 0 q, 1 k, 2 v, 3 o: rows start 4-element aligned (vector accesses);
  *                  bit 5: k rows start 16-byte aligned (the decode kernel's K loads)
- *   in_dtype       dtype of q, k, v (read by the generic kernels; the others have it built in) */
+ *   in_dtype       dtype of q, k, v (read by the generic kernels; the others have it built in)
+ *   tail           how many of the last (batch, kv head) pairs interleave their tiles (0: none;
+ *                  see FC_ATTN_PLACE) */
 #define FC_ATTN_FORWARD_PARAMS                                                                 \
     __global const uchar *q, __global const uchar *k, __global const uchar *v,                \
         __global uchar *o, __global float *lse, long4 qs, long4 ks, long4 vs, long4 os,        \
         long4 ls, int4 dims, int4 grid, int4 mask, float2 score, long2 split_stride,           \
-        int aligned, int in_dtype
+        int aligned, int in_dtype, int tail
 #define FC_ATTN_FORWARD_ARGS                                                                   \
-    q, k, v, o, lse, qs, ks, vs, os, ls, dims, grid, mask, score, split_stride, aligned
+    q, k, v, o, lse, qs, ks, vs, os, ls, dims, grid, mask, score, split_stride, aligned, tail
 
 /* ---- storage types -----------------------------------------------------------------------
  * Codes as flashcl_dtype: 0 f32, 1 f16, 2 bf16. f16 moves through vload_half/vstore_half
@@ -278,7 +280,10 @@ FC_INLINE long fc_attn_hi(long i, int off, int wr, int ke)
 
 /* Where a forward work-group works. The flat group id runs over tiles fastest (reversed when
  * `reverse`, so that causal tiles with the most keys start first), then (batch, kv head), then
- * key splits [kb, ke). A tile is BM packed rows (row = g·Sq + i). Its key range [j_begin,
+ * key splits [kb, ke); except that the last `tail` (batch, kv head) pairs of a split interleave
+ * their tiles, every pair's first tile before any pair's second, so that a causal grid ends on
+ * the lightest tiles of several pairs rather than on a mix of heavy and light ones that leaves
+ * compute units idle behind the last heavy tiles (src/opencl/attention.c, tail_pairs). A tile is BM packed rows (row = g·Sq + i). Its key range [j_begin,
  * j_end] and the part of it every row sees [full_lo, full_hi] (no mask needed there) are
  * bounded by its first and last queries, since lo and hi grow with the query index; a tile
  * that spans two heads holds queries 0 and Sq - 1. */
@@ -290,14 +295,24 @@ typedef struct fc_attn_place {
 /* Declares and fills `fc_attn_place P` for a work-group of BM rows. A macro, not a function
  * returning the struct: LLVM's inliner then adds noalias scope intrinsics that Oclgrind's
  * interpreter does not know. */
-#define FC_ATTN_PLACE(P, dims, grid, mask, BM, reverse)                                        \
+#define FC_ATTN_PLACE(P, dims, grid, mask, BM, reverse, tail)                                  \
     fc_attn_place P;                                                                           \
     {                                                                                          \
-        const ulong2 t_rest_ = fc_attn_divmod64(get_group_id(0), (ulong)(grid).x);             \
-        const ulong2 s_bh_ = fc_attn_divmod64(t_rest_.x, (ulong)(grid).y);                     \
-        const int2 b_kvh_ = fc_attn_divmod((int)s_bh_.y, (grid).z);                            \
-        const int tile_ = (reverse) ? (grid).x - 1 - (int)t_rest_.y : (int)t_rest_.y;         \
-        P.split = (int)s_bh_.x;                                                                \
+        const ulong2 s_pos_ = fc_attn_divmod64(get_group_id(0), (ulong)(grid).x * (grid).y);   \
+        const ulong in_order_ = (ulong)((grid).y - (tail)) * (ulong)(grid).x;                  \
+        int bh_, from_first_;                                                                  \
+        if (s_pos_.y < in_order_) {                                                            \
+            const ulong2 t_ = fc_attn_divmod64(s_pos_.y, (ulong)(grid).x);                     \
+            bh_ = (int)t_.x;                                                                   \
+            from_first_ = (int)t_.y;                                                           \
+        } else {                                                                               \
+            const ulong2 t_ = fc_attn_divmod64(s_pos_.y - in_order_, (ulong)(tail));           \
+            bh_ = (grid).y - (tail) + (int)t_.y;                                               \
+            from_first_ = (int)t_.x;                                                           \
+        }                                                                                      \
+        const int2 b_kvh_ = fc_attn_divmod(bh_, (grid).z);                                     \
+        const int tile_ = (reverse) ? (grid).x - 1 - from_first_ : from_first_;                \
+        P.split = (int)s_pos_.x;                                                               \
         P.b = b_kvh_.x;                                                                        \
         P.kvh = b_kvh_.y;                                                                      \
         P.rows = (dims).w * (dims).x;                                                          \

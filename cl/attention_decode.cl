@@ -106,7 +106,7 @@ FC_INLINE void fc_attn_decode_keys(
     __global const uchar *q, __global const uchar *k, __global const uchar *v,
     __global uchar *o, __global float *lse, long4 qs, long4 ks, long4 vs, long4 os, long4 ls,
     int4 dims, int4 grid, int4 mask, float2 score, long2 split_stride, int aligned,
-    __local float4 *smem, const int DT, const int DP, const int WG, const int RT, const int KB)
+    int tail, __local float4 *smem, const int DT, const int DP, const int WG, const int RT, const int KB)
 {
     const int BK = DT == FC_ATTN_F32 ? KB / 2 : KB;  /* keys per block */
     const int EPV = DT == FC_ATTN_F32 ? 4 : 8;       /* elements per 16-byte vector */
@@ -132,7 +132,7 @@ FC_INLINE void fc_attn_decode_keys(
     __local float *red = Ml + RT;                          /* [WG] */
 
     /* Which tile (in order: decode tiles cost the same) and split, and the tile's keys. */
-    FC_ATTN_PLACE(pl, dims, grid, mask, RT, 0)
+    FC_ATTN_PLACE(pl, dims, grid, mask, RT, 0, tail)
     const int split = pl.split, b = pl.b, kvh = pl.kvh, rows = pl.rows, r0 = pl.r0;
     const int ke = pl.ke;
     const int rt_active = min(RT, rows - r0); /* rows past it do no arithmetic */

@@ -90,7 +90,7 @@ FC_INLINE void fc_attn_forward_tile(
     __global const uchar *q, __global const uchar *k, __global const uchar *v,
     __global uchar *o, __global float *lse, long4 qs, long4 ks, long4 vs, long4 os, long4 ls,
     int4 dims, int4 grid, int4 mask, float2 score, long2 split_stride, int aligned,
-    __local float4 *smem, const int DT, const int DP, const int QRES, const int ROWSKIP,
+    int tail, __local float4 *smem, const int DT, const int DP, const int QRES, const int ROWSKIP,
     const int C, const int R, const int TM, const int TN, const int DC, const int VC)
 {
     const int WG = R * C, BM = R * TM, BN = C * TN, TD4 = DP / (4 * C);
@@ -112,7 +112,7 @@ FC_INLINE void fc_attn_forward_tile(
     (void)red; /* unused with shuffles */
 
     /* Which tile and split, its keys and the keys every row sees. */
-    FC_ATTN_PLACE(pl, dims, grid, mask, BM, 1)
+    FC_ATTN_PLACE(pl, dims, grid, mask, BM, 1, tail)
     const int split = pl.split, b = pl.b, kvh = pl.kvh, rows = pl.rows, r0 = pl.r0, ke = pl.ke;
     const long j_begin = pl.j_begin, j_end = pl.j_end, full_lo = pl.full_lo, full_hi = pl.full_hi;
     const long j_stop = j_end >= j_begin ? j_end : -1; /* no visible key: no tile */

@@ -129,7 +129,8 @@ FC_INLINE void fc_mma_forward(__global const uchar *q, __global const uchar *k,
                               __global const uchar *v, __global uchar *o, __global float *lse,
                               long4 qs, long4 ks, long4 vs, long4 os, long4 ls, int4 dims,
                               int4 grid, int4 mask, float2 score, long2 split_stride,
-                              __local ushort *smem, const int DT, const int DP, const int KEYS)
+                              int tail, __local ushort *smem, const int DT, const int DP,
+                              const int KEYS)
 {
     const int STRIDE = FC_MMA_STRIDE(DP), NT = KEYS / 8, DT8 = DP / 8, KD = DP / 16;
     const int SLOT = 2 * KEYS * STRIDE; /* one ring slot: K then V */
@@ -139,7 +140,7 @@ FC_INLINE void fc_mma_forward(__global const uchar *q, __global const uchar *k,
 
     /* Which tile and split (reversed: causal tiles with the most keys start first), its keys
      * and the keys every row sees. */
-    FC_ATTN_PLACE(pl, dims, grid, mask, FC_MMA_ROWS, 1)
+    FC_ATTN_PLACE(pl, dims, grid, mask, FC_MMA_ROWS, 1, tail)
     const int split = pl.split, b = pl.b, kvh = pl.kvh, rows = pl.rows, r0 = pl.r0, ke = pl.ke;
     const long j_begin = pl.j_begin, j_end = pl.j_end, full_lo = pl.full_lo, full_hi = pl.full_hi;
     const int first_block = (int)(j_begin / KEYS);
@@ -361,7 +362,7 @@ FC_INLINE void fc_mma_forward(__global const uchar *q, __global const uchar *k,
         __local ushort smem[FC_MMA_SMEM(DP, KEYS)] __attribute__((aligned(16)));               \
         (void)aligned, (void)in_dtype;                                                         \
         fc_mma_forward(q, k, v, o, lse, qs, ks, vs, os, ls, dims, grid, mask, score,          \
-                       split_stride, smem, DT, DP, KEYS);                                      \
+                       split_stride, tail, smem, DT, DP, KEYS);                                \
     }
 FC_MMA_KERNEL(fc_attn_mma_d64_f16, FC_ATTN_F16, 64, 64)
 FC_MMA_KERNEL(fc_attn_mma_d64_bf16, FC_ATTN_BF16, 64, 64)

@@ -299,6 +299,7 @@ flashcl_status fc_attn_scratch_reserve(fc_cl_context *ctx, size_t bytes)
 /* The launch plan of one forward call. */
 typedef struct fc_attn_launch {
     int family, dim_class, ntiles, nsplit, keys_per_split;
+    int per_cu;                 /* work-groups a compute unit is expected to run at once */
     size_t wg;
     cl_kernel kernel;
 } fc_attn_launch;
@@ -316,7 +317,7 @@ static flashcl_status plan_forward(fc_cl_context *ctx, const fc_attention_desc *
 {
     const fc_attention_kernels *ak = &ctx->attention;
     int64_t group = d->heads_q / d->heads_kv, rows = group * d->seqlen_q, base, bn;
-    int64_t max_split, target, nsplit, kps, tile_r, min_blocks = 2, per_cu, need = 1;
+    int64_t max_split, target, nsplit, kps, tile_r, min_blocks = 2, need = 1;
     int64_t split_cap = FC_ATTN_MAX_SPLITS;
     const char *force = getenv("FLASHCL_ATTENTION_FAMILY");
     const int legacy = fc_attn_decode_legacy();
@@ -358,7 +359,7 @@ static flashcl_status plan_forward(fc_cl_context *ctx, const fc_attention_desc *
     p->wg = (size_t)tile_wg(tile);
     tile_r = tile_rows(tile);
     bn = tile_keys(tile);
-    per_cu = p->family == FC_ATTN_DECODE ? 8 : 2;
+    p->per_cu = p->family == FC_ATTN_DECODE ? 8 : 2;
     if (!(force && !strcmp(force, "decode")) && fc_attn_mma_pick(ctx, d, &mma)) {
         /* Tensor cores where the device has them, for decode shapes too: there the kernel's
          * cp.async stream of K and V through local memory outran the key-parallel kernel
@@ -368,7 +369,7 @@ static flashcl_status plan_forward(fc_cl_context *ctx, const fc_attention_desc *
         p->wg = mma.wg;
         tile_r = mma.rows;
         bn = mma.keys;
-        per_cu = 2;
+        p->per_cu = 2;
     } else if (p->family == FC_ATTN_DECODE && dec == kk) {
         /* A split of one block already streams its K and V at once. Eight groups per compute
          * unit keep the last wave short, but at most 64 splits: the merge reads a row's
@@ -409,7 +410,7 @@ static flashcl_status plan_forward(fc_cl_context *ctx, const fc_attention_desc *
     /* Split-KV: enough work-groups for a few per compute unit, each split at least min_blocks
      * key tiles long, the partials within the scratch cap. */
     base = d->batch * d->heads_kv * p->ntiles;
-    target = (int64_t)ctx->dev.compute_units * per_cu;
+    target = (int64_t)ctx->dev.compute_units * p->per_cu;
     max_split = (d->seqlen_k + min_blocks * bn - 1) / (min_blocks * bn);
     nsplit = base * 2 <= target ? (target + base - 1) / base : 1;
     if (nsplit > split_cap) nsplit = split_cap; /* the kernel's own bound, not a forced count's */
@@ -429,6 +430,35 @@ static flashcl_status plan_forward(fc_cl_context *ctx, const fc_attention_desc *
     return FLASHCL_SUCCESS;
 }
 
+/* How many of the last (batch, kv head) pairs interleave their tiles (FC_ATTN_PLACE in
+ * cl/attention_common.cl): under a causal mask a tile's work grows with its position, and with
+ * each pair's tiles in a row (heavy to light, pair after pair) the grid ends on a mix of heavy
+ * and light tiles that leaves compute units idle behind the last heavy ones. The tail takes
+ * enough pairs for about twice the work-groups the device runs at once (estimated as per_cu a
+ * compute unit: OpenCL has no occupancy query), so every pair still has several tiles running
+ * together (sharing its K/V in the cache); not where the lightest tile sees more than half the
+ * keys (Sk > 2 Sq), whose work hardly varies. H100, NVIDIA OpenCL, f16 causal tensor-core
+ * kernel, TF/s against the pair-after-pair order, two alternations (2026-11-25): D 128 S512
+ * 167-168 vs 159-160, S1024 209-210 vs 197-198, S4096 252 vs 236-238, S8192 260-262 vs 247-249;
+ * D 64 S2048 233 vs 224, S4096 250-254 vs 243-246, S512 unchanged. The CUDA backend does the
+ * same (block_position);
+ * FLASHCL_ATTENTION_NO_TAIL_ORDER=1 keeps the pair-after-pair order (comparisons),
+ * FLASHCL_ATTENTION_TAIL_HEADS=n forces n pairs whatever the mask (tests). */
+static int tail_pairs(const fc_cl_context *ctx, const fc_attention_desc *d,
+                      const fc_attn_launch *p)
+{
+    const int64_t pairs = d->batch * d->heads_kv;
+    const int64_t slots = (int64_t)ctx->dev.compute_units * p->per_cu;
+    int64_t tail = fc_env_long("FLASHCL_ATTENTION_TAIL_HEADS", -1);
+    if (tail < 0) {
+        if (!d->causal || 2 * d->seqlen_q < d->seqlen_k || p->nsplit > 1 || p->ntiles < 2 ||
+            fc_env_flag("FLASHCL_ATTENTION_NO_TAIL_ORDER"))
+            return 0;
+        tail = (2 * slots + p->ntiles - 1) / p->ntiles;
+    }
+    return (int)(tail < pairs ? tail : pairs);
+}
+
 flashcl_status fc_cl_attention_forward(void *opaque, const fc_attention_desc *d)
 {
     fc_cl_context *ctx = opaque;
@@ -437,7 +467,7 @@ flashcl_status fc_cl_attention_forward(void *opaque, const fc_attention_desc *d)
     const size_t es = fc_attn_dtype_bytes(d->dtype);
     const int64_t rows_all = d->batch * d->heads_q * d->seqlen_q, D = d->head_dim;
     const int wr = d->causal ? 0 : d->window_right; /* causal = no key right of the diagonal */
-    int split, aligned, in_dtype = (int)d->dtype;
+    int split, aligned, in_dtype = (int)d->dtype, tail;
     cl_long4 qs, ks, vs, os, ls;
     cl_int4 dims, grid, mask;
     cl_float2 score;
@@ -446,6 +476,7 @@ flashcl_status fc_cl_attention_forward(void *opaque, const fc_attention_desc *d)
     flashcl_status st = plan_forward(ctx, d, &p);
     if (st != FLASHCL_SUCCESS) return st;
     split = p.nsplit > 1;
+    tail = tail_pairs(ctx, d, &p);
 
     qs = fc_attn_long4(d->q_strides[0], d->q_strides[1], d->q_strides[2], (int64_t)(d->q_offset / es));
     ks = fc_attn_long4(d->k_strides[0], d->k_strides[1], d->k_strides[2], (int64_t)(d->k_offset / es));
@@ -499,6 +530,7 @@ flashcl_status fc_cl_attention_forward(void *opaque, const fc_attention_desc *d)
     fc_attn_arg(&a, sizeof dims, &dims), fc_attn_arg(&a, sizeof grid, &grid), fc_attn_arg(&a, sizeof mask, &mask);
     fc_attn_arg(&a, sizeof score, &score), fc_attn_arg(&a, sizeof split_stride, &split_stride);
     fc_attn_arg(&a, sizeof aligned, &aligned), fc_attn_arg(&a, sizeof in_dtype, &in_dtype);
+    fc_attn_arg(&a, sizeof tail, &tail);
     st = fc_attn_enqueue(ctx, &a, (size_t)p.ntiles * (size_t)(d->batch * d->heads_kv) * (size_t)p.nsplit,
                  p.wg);
     if (st != FLASHCL_SUCCESS || !split) goto done;

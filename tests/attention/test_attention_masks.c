@@ -2,7 +2,8 @@
  * zeros and lse = -inf), sliding windows (left, right, both, combined with causal, empty), softcap,
  * negative and tiny scales, and the same masked problems forced through both kernel families and
  * through split-KV (FLASHCL_ATTENTION_FAMILY / FLASHCL_ATTENTION_SPLITS, read at every call), so
- * that diagonal tiles, skipped tiles and splits without visible keys are all exercised. */
+ * that diagonal tiles, skipped tiles and splits without visible keys are all exercised; and
+ * causal problems under every order of the work-groups' tiles (forced tail counts). */
 #include "attention_check.h"
 
 #include <stdio.h>
@@ -93,6 +94,38 @@ static void test_forced_variants(void **state)
     unsetenv("FLASHCL_ATTENTION_SPLITS");
 }
 
+/* The order work-groups take their tiles in (the causal tail order: the last pairs of (batch,
+ * kv head) interleave their tiles): the library takes it on grids larger than these, so the
+ * count of tail pairs is forced (none, one, part of the six pairs, all), through both families
+ * and with split-KV, on either backend (each reads its own variable). */
+static void test_tail_order(void **state)
+{
+    (void)state;
+    static const char *const tails[] = {"0", "1", "4", "100"};
+    static const char *const families[] = {"prefill", "decode"};
+    static const char *const splits[] = {"1", "3"};
+    static const int64_t shapes[][2] = {{300, 300}, {200, 260}};
+    uint64_t seed = tu_base_seed() + 500;
+    for (size_t t = 0; t < sizeof tails / sizeof tails[0]; t++)
+        for (int f = 0; f < 2; f++)
+            for (int sp = 0; sp < 2; sp++)
+                for (int s = 0; s < 2; s++) {
+                    ta_case c = ta_new_case((flashcl_dtype)((t + f + s) % 3), 3, shapes[s][0],
+                                            shapes[s][1], 4, 2, s ? 64 : 128);
+                    c.params.causal = 1;
+                    c.lse_mode = 1 + (int)((t + sp) % 2);
+                    setenv("FLASHCL_ATTENTION_TAIL_HEADS", tails[t], 1);
+                    setenv("FLASHCL_CUDA_ATTENTION_TAIL_HEADS", tails[t], 1);
+                    setenv("FLASHCL_ATTENTION_FAMILY", families[f], 1);
+                    setenv("FLASHCL_ATTENTION_SPLITS", splits[sp], 1);
+                    ta_check(g_ctx, &c, seed++);
+                }
+    unsetenv("FLASHCL_ATTENTION_TAIL_HEADS");
+    unsetenv("FLASHCL_CUDA_ATTENTION_TAIL_HEADS");
+    unsetenv("FLASHCL_ATTENTION_FAMILY");
+    unsetenv("FLASHCL_ATTENTION_SPLITS");
+}
+
 int main(void)
 {
     g_ctx = tu_context_or_skip();
@@ -101,6 +134,7 @@ int main(void)
         cmocka_unit_test(test_windows),
         cmocka_unit_test(test_softcap_and_scale),
         cmocka_unit_test(test_forced_variants),
+        cmocka_unit_test(test_tail_order),
     };
     int failures = cmocka_run_group_tests(tests, NULL, NULL);
     flashcl_context_destroy(g_ctx);
