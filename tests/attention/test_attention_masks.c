@@ -96,30 +96,30 @@ static void test_forced_variants(void **state)
 
 /* The order work-groups take their tiles in (the causal tail order: the last pairs of (batch,
  * kv head) interleave their tiles): the library takes it on grids larger than these, so the
- * count of tail pairs is forced (none, one, part of the six pairs, all), through both families
- * and with split-KV, on either backend (each reads its own variable). */
+ * count of tail pairs is forced (one, part of the six pairs, all; none is every other test),
+ * through both families and with split-KV, on either backend (each reads its own variable). */
 static void test_tail_order(void **state)
 {
     (void)state;
-    static const char *const tails[] = {"0", "1", "4", "100"};
+    static const char *const tails[] = {"1", "4", "100"};
     static const char *const families[] = {"prefill", "decode"};
     static const char *const splits[] = {"1", "3"};
-    static const int64_t shapes[][2] = {{300, 300}, {200, 260}};
+    static const int64_t shapes[][3] = {{200, 200, 64}, {130, 170, 32}}; /* Sq, Sk, D */
     uint64_t seed = tu_base_seed() + 500;
     for (size_t t = 0; t < sizeof tails / sizeof tails[0]; t++)
         for (int f = 0; f < 2; f++)
-            for (int sp = 0; sp < 2; sp++)
-                for (int s = 0; s < 2; s++) {
-                    ta_case c = ta_new_case((flashcl_dtype)((t + f + s) % 3), 3, shapes[s][0],
-                                            shapes[s][1], 4, 2, s ? 64 : 128);
-                    c.params.causal = 1;
-                    c.lse_mode = 1 + (int)((t + sp) % 2);
-                    setenv("FLASHCL_ATTENTION_TAIL_HEADS", tails[t], 1);
-                    setenv("FLASHCL_CUDA_ATTENTION_TAIL_HEADS", tails[t], 1);
-                    setenv("FLASHCL_ATTENTION_FAMILY", families[f], 1);
-                    setenv("FLASHCL_ATTENTION_SPLITS", splits[sp], 1);
-                    ta_check(g_ctx, &c, seed++);
-                }
+            for (int sp = 0; sp < 2; sp++) {
+                const size_t s = (t + (size_t)f + (size_t)sp) % 2;
+                ta_case c = ta_new_case((flashcl_dtype)((t + (size_t)f) % 3), 3, shapes[s][0],
+                                        shapes[s][1], 4, 2, shapes[s][2]);
+                c.params.causal = 1;
+                c.lse_mode = 1 + (int)((t + (size_t)sp) % 2);
+                setenv("FLASHCL_ATTENTION_TAIL_HEADS", tails[t], 1);
+                setenv("FLASHCL_CUDA_ATTENTION_TAIL_HEADS", tails[t], 1);
+                setenv("FLASHCL_ATTENTION_FAMILY", families[f], 1);
+                setenv("FLASHCL_ATTENTION_SPLITS", splits[sp], 1);
+                ta_check(g_ctx, &c, seed++);
+            }
     unsetenv("FLASHCL_ATTENTION_TAIL_HEADS");
     unsetenv("FLASHCL_CUDA_ATTENTION_TAIL_HEADS");
     unsetenv("FLASHCL_ATTENTION_FAMILY");
