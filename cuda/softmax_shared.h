@@ -77,5 +77,8 @@ typedef struct fc_softmax_args {
 #define FC_SOFTMAX_SPLIT_HELD_THREADS 256
 #define FC_SOFTMAX_SPLIT_HELD_ITEMS 32
 #define FC_SOFTMAX_SPLIT_HELD_BLOCKS_PER_SM 4
+/* Its 16-bit form (held_bits): values kept as storage bits, two per register, so as many
+ * registers hold slices of THREADS * BITS_ITEMS columns. */
+#define FC_SOFTMAX_SPLIT_HELD_BITS_ITEMS 64
 
 #endif

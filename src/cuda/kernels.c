@@ -92,12 +92,16 @@ static flashcl_status size_staged_kernel(fc_cuda_context *ctx, int dt) {
     return FLASHCL_SUCCESS;
 }
 
-/* How many blocks of the split-held kernel an SM holds at once (static shared memory only). */
+/* How many blocks of the split-held kernels an SM holds at once (static shared memory only). */
 static flashcl_status size_split_held_kernel(fc_cuda_context *ctx, int dt) {
     fc_cuda_kernels *k = &ctx->kernels;
     CUresult r = fc_cu()->OccupancyMaxActiveBlocksPerMultiprocessor(
         &k->softmax_split_held_blocks_per_sm[dt], k->softmax_split_held[dt],
         FC_SOFTMAX_SPLIT_HELD_THREADS, 0);
+    if (r == CUDA_SUCCESS && k->softmax_split_held_bits[dt])
+        r = fc_cu()->OccupancyMaxActiveBlocksPerMultiprocessor(
+            &k->softmax_split_held_bits_blocks_per_sm[dt], k->softmax_split_held_bits[dt],
+            FC_SOFTMAX_SPLIT_HELD_THREADS, 0);
     if (r != CUDA_SUCCESS)
         return fc_cu_fail(r, "cuOccupancyMaxActiveBlocksPerMultiprocessor(split-held softmax kernel)");
     return FLASHCL_SUCCESS;
@@ -126,6 +130,10 @@ static flashcl_status get_softmax_kernels(fc_cuda_context *ctx, int dt) {
     FC_GET_(softmax_staged, "fc_softmax_staged")
     FC_GET_(softmax_split_held, "fc_softmax_split_held")
     FC_GET_(softmax_cluster_held, "fc_softmax_cluster_held")
+    if (dt != FLASHCL_F32) {
+        FC_GET_(softmax_split_held_bits, "fc_softmax_split_held_bits")
+        FC_GET_(softmax_cluster_held_bits, "fc_softmax_cluster_held_bits")
+    }
 #undef FC_GET_
     if (st == FLASHCL_SUCCESS) st = size_resident_kernel(ctx, dt);
     if (st == FLASHCL_SUCCESS) st = size_split_held_kernel(ctx, dt);

@@ -15,12 +15,14 @@
  *                     One read (but for up to a third of a chunk past its buffer, read twice,
  *                     the second time from L2): 16-bit rows past 32768 columns in at most 32
  *                     chunks, where it measured faster than the resident split (see choose()).
- *   split-held        (cuda/softmax_split_held.cuh) slices of 8192 columns, one per 256-thread
- *                     block, in registers; a plain grid of rows * slices blocks, each taking its
+ *   split-held        (cuda/softmax_split_held.cuh) slices of 8192 columns (16384 for 16-bit
+ *                     inputs, held as their bits), one per 256-thread block, in registers;
+ *                     clusters of a row's slices where at most 8, else a plain grid of
+ *                     rows * slices blocks, each taking its
  *                     (row, slice) by ticket in the order blocks start, exchanging (max, sum)
  *                     like the resident split: one read, one write, no lock-step rounds. Rows
  *                     past 32768 columns, as long as a row takes at most one slice per SM
- *                     (~1.08M columns on an H100).
+ *                     (~1.08M columns on an H100, ~2.16M for 16-bit inputs).
  * Forced SPLIT_ROW takes the split-held kernel where it fits, else the staged kernel with two
  * chunks or more where it fits, else the resident split, else the two-kernel split.
  *
@@ -28,6 +30,7 @@
  * split-held kernel, 16-bit rows in the f32 register configurations), for A/B measurements;
  * FLASHCL_CUDA_SOFTMAX_SPLIT_HELD=0 leaves the split-held kernel out (AUTO and forced SPLIT_ROW
  * then choose as before it), for A/B measurements;
+ * FLASHCL_CUDA_SOFTMAX_NO_HELD_BITS=1 holds 16-bit split-held slices as f32 (8192 columns);
  * FLASHCL_CUDA_SOFTMAX_TRACE=1 prints the plan of each call on stderr;
  * FLASHCL_CUDA_SOFTMAX_STAGED_BUFFERS=1|2 and FLASHCL_CUDA_SOFTMAX_STAGED_CHUNKS=n restrict the
  * staged kernel's layouts to those (where they fit), for tuning. */
@@ -54,6 +57,8 @@ static const struct row_config {
 #define FC_RESIDENT_PART ((int64_t)FC_SOFTMAX_RESIDENT_THREADS * FC_SOFTMAX_RESIDENT_ITEMS)
 #define FC_STREAM_STEP ((int64_t)FC_SOFTMAX_STREAM_THREADS * FC_SOFTMAX_STREAM_VALUES)
 #define FC_SPLIT_HELD_SLICE ((int64_t)FC_SOFTMAX_SPLIT_HELD_THREADS * FC_SOFTMAX_SPLIT_HELD_ITEMS)
+#define FC_SPLIT_HELD_BITS_SLICE \
+    ((int64_t)FC_SOFTMAX_SPLIT_HELD_THREADS * FC_SOFTMAX_SPLIT_HELD_BITS_ITEMS)
 #define FC_MAX_GRID_X 0x7fffffffu
 
 typedef enum {
@@ -179,6 +184,41 @@ static staged_plan plan_staged(const fc_cuda_context *ctx, const fc_softmax_desc
     return best;
 }
 
+/* The split-held kernels for this call's input dtype: for 16-bit inputs the pair that holds the
+ * values as their storage bits (held_bits in cuda/softmax_split_held.cuh: slices of 16384
+ * columns in the registers that hold 8192 as f32), unless FLASHCL_CUDA_SOFTMAX_NO_HELD_BITS=1
+ * (A/B) or the rows do not suit them (x and y rows 16-byte aligned, cols a multiple of 8), else
+ * the f32-held pair (slices of 8192). Each is deterministic; the two may differ in the last bits
+ * (their sums run over different trees). H100 (2026-11-25), 16-bit, ms against the f32-held
+ * pair in the same run: 1024x131072 0.223 vs 0.247-0.256, 64x1048576 0.119-0.120 vs 0.135-0.136,
+ * 2048x65536 0.216-0.218 vs 0.241-0.247, 4096x40000 0.269-0.279 vs 0.297-0.300, 256x262144 0.115
+ * vs 0.121-0.122. */
+typedef struct held_kernels {
+    CUfunction ticketed, cluster;
+    int64_t slice_cols;
+    int blocks_per_sm;
+} held_kernels;
+
+static held_kernels pick_held(const fc_cuda_context *ctx, const fc_softmax_desc *d,
+                              const fc_softmax_args *a) {
+    const fc_cuda_kernels *k = &ctx->kernels;
+    const int dt = (int)d->x_dtype;
+    held_kernels h;
+    if (k->softmax_split_held_bits[dt] && a->x_vec_ok && a->y_vec_ok && d->cols % 8 == 0 &&
+        !fc_env_flag("FLASHCL_CUDA_SOFTMAX_NO_HELD_BITS")) {
+        h.ticketed = k->softmax_split_held_bits[dt];
+        h.cluster = k->softmax_cluster_held_bits[dt];
+        h.slice_cols = FC_SPLIT_HELD_BITS_SLICE;
+        h.blocks_per_sm = k->softmax_split_held_bits_blocks_per_sm[dt];
+    } else {
+        h.ticketed = k->softmax_split_held[dt];
+        h.cluster = k->softmax_cluster_held[dt];
+        h.slice_cols = FC_SPLIT_HELD_SLICE;
+        h.blocks_per_sm = k->softmax_split_held_blocks_per_sm[dt];
+    }
+    return h;
+}
+
 /* Slices per row for the split-held kernel, or 0 when it cannot take the shape: a row's slices
  * must all be running at once (the blocks of a row wait for one another; see the kernel's
  * comment), and the kernel counts tickets in int. The cap is one slice per SM, not all the
@@ -186,10 +226,11 @@ static staged_plan plan_staged(const fc_cuda_context *ctx, const fc_softmax_desc
  * MPS clients) each need their newest row's slices resident, so with one per SM as many
  * launches as blocks fit on an SM (4) still finish. The same bound as the OpenCL cooperative
  * split row. */
-static int64_t plan_split_held(const fc_cuda_context *ctx, const fc_softmax_desc *d) {
-    const int64_t cap =
-        ctx->kernels.softmax_split_held_blocks_per_sm[d->x_dtype] > 0 ? ctx->sm_count : 0;
-    const int64_t slices = (int64_t)ceil_div((uint64_t)d->cols, (uint64_t)FC_SPLIT_HELD_SLICE);
+static int64_t plan_split_held(const fc_cuda_context *ctx, const fc_softmax_desc *d,
+                               const fc_softmax_args *a) {
+    const held_kernels h = pick_held(ctx, d, a);
+    const int64_t cap = h.blocks_per_sm > 0 ? ctx->sm_count : 0;
+    const int64_t slices = (int64_t)ceil_div((uint64_t)d->cols, (uint64_t)h.slice_cols);
     if (slices > cap || d->rows * slices >= ((int64_t)1 << 31)) return 0;
     return slices;
 }
@@ -224,14 +265,14 @@ static plan_kind choose_legacy(const fc_cuda_context *ctx, const fc_softmax_desc
  * bandwidth against 50%, 64x1048576: 56% against 44%). With more chunks per row (8x8388608) and
  * for f32 (1024x131072: 64% against 79%), and for 16-bit rows of 32768 (54% against 78%), the
  * staged kernel measured slower. */
-static plan_kind choose(const fc_cuda_context *ctx, const fc_softmax_desc *d, int x_vec_ok,
+static plan_kind choose(const fc_cuda_context *ctx, const fc_softmax_desc *d, const fc_softmax_args *a,
                         staged_plan *staged, int64_t *slices) {
     if (d->cols > FC_ROWS_MAX_COLS && split_held_enabled()) {
-        *slices = plan_split_held(ctx, d);
+        *slices = plan_split_held(ctx, d, a);
         if (*slices > 0) return PLAN_SPLIT_HELD;
     }
     if (d->x_dtype != FLASHCL_F32 && d->cols > FC_ROWS_MAX_COLS) {
-        *staged = plan_staged(ctx, d, x_vec_ok, 1);
+        *staged = plan_staged(ctx, d, a->x_vec_ok, 1);
         if (staged->chunks > 0 && staged->chunks <= 32) return PLAN_STAGED;
         memset(staged, 0, sizeof *staged);
     }
@@ -391,18 +432,19 @@ static flashcl_status run_staged(fc_cuda_context *ctx, const fc_softmax_desc *d,
  * setting an error, and the caller takes the ticketed kernel instead. */
 #define FC_CLUSTER_MAX 8
 static flashcl_status run_cluster_held(fc_cuda_context *ctx, const fc_softmax_desc *d,
-                                       fc_softmax_args *a, int64_t slices) {
+                                       fc_softmax_args *a, int64_t slices,
+                                       const held_kernels *h) {
     const uint64_t blocks = (uint64_t)d->rows * (uint64_t)slices;
     CUlaunchAttribute attribute;
     if (blocks > FC_MAX_GRID_X) return FLASHCL_UNSUPPORTED; /* clusters run along x only */
     a->chunks = (int32_t)slices;
-    a->chunk_cols = FC_SPLIT_HELD_SLICE;
+    a->chunk_cols = h->slice_cols;
     memset(&attribute, 0, sizeof attribute);
     attribute.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
     attribute.value.clusterDim.x = (unsigned)slices;
     attribute.value.clusterDim.y = 1;
     attribute.value.clusterDim.z = 1;
-    return fc_cuda_launch_ex(ctx, ctx->kernels.softmax_cluster_held[d->x_dtype], (unsigned)blocks,
+    return fc_cuda_launch_ex(ctx, h->cluster, (unsigned)blocks,
                              1, FC_SOFTMAX_SPLIT_HELD_THREADS, 0, a, &attribute) == CUDA_SUCCESS
                ? FLASHCL_SUCCESS
                : FLASHCL_BACKEND_ERROR;
@@ -413,23 +455,25 @@ static flashcl_status run_cluster_held(fc_cuda_context *ctx, const fc_softmax_de
  * launch: plan_split_held keeps a row's slices within one per SM. */
 static flashcl_status run_split_held(fc_cuda_context *ctx, const fc_softmax_desc *d,
                                      fc_softmax_args *a, int64_t slices) {
+    const held_kernels h = pick_held(ctx, d, a);
     flashcl_status st;
     if (ctx->kernels.sm90_launch && slices <= FC_CLUSTER_MAX &&
         !fc_env_flag("FLASHCL_CUDA_SOFTMAX_NO_CLUSTER") &&
-        run_cluster_held(ctx, d, a, slices) == FLASHCL_SUCCESS)
+        run_cluster_held(ctx, d, a, slices, &h) == FLASHCL_SUCCESS)
         return FLASHCL_SUCCESS;
     st = exchange_scratch(ctx, d, a, slices, (uint64_t)d->rows + 1);
     if (st != FLASHCL_SUCCESS) return st;
-    a->chunk_cols = FC_SPLIT_HELD_SLICE;
-    return launch(ctx, ctx->kernels.softmax_split_held[d->x_dtype],
+    a->chunk_cols = h.slice_cols;
+    return launch(ctx, h.ticketed,
                   (uint64_t)d->rows * (uint64_t)slices, FC_SOFTMAX_SPLIT_HELD_THREADS, a,
                   "split-held");
 }
 
 /* FLASHCL_CUDA_SOFTMAX_TRACE=1: one line per call on stderr with the plan taken (before any
  * fallback), to check on a GPU which plan a shape gets. */
-static void trace_plan(const fc_cuda_context *ctx, const fc_softmax_desc *d, plan_kind plan,
-                       int legacy, const staged_plan *staged, int64_t slices) {
+static void trace_plan(const fc_cuda_context *ctx, const fc_softmax_desc *d,
+                       const fc_softmax_args *a, plan_kind plan, int legacy,
+                       const staged_plan *staged, int64_t slices) {
     static const char *const names[] = {"rows",  "resident", "chunked",
                                         "split", "staged",   "split-held"};
     fprintf(stderr, "flashcl cuda softmax %lldx%lld dtype %d%s: %s", (long long)d->rows,
@@ -441,11 +485,12 @@ static void trace_plan(const fc_cuda_context *ctx, const fc_softmax_desc *d, pla
                 "per round",
                 (long long)staged->chunks, (long long)staged->chunk_cols,
                 (long long)staged->held_cols, staged->buffers, (long long)staged->rows_per_grid);
-    if (plan == PLAN_SPLIT_HELD)
+    if (plan == PLAN_SPLIT_HELD) {
+        const held_kernels h = pick_held(ctx, d, a);
         fprintf(stderr, " slices %lld of %lld columns (%d blocks per SM fit; clusters %s)",
-                (long long)slices, (long long)FC_SPLIT_HELD_SLICE,
-                ctx->kernels.softmax_split_held_blocks_per_sm[d->x_dtype],
+                (long long)slices, (long long)h.slice_cols, h.blocks_per_sm,
                 ctx->kernels.sm90_launch ? "usable" : "not usable");
+    }
     fputc('\n', stderr);
 }
 
@@ -487,7 +532,7 @@ flashcl_status fc_cuda_softmax(void *opaque, const fc_softmax_desc *d) {
         break;
     case FLASHCL_SOFTMAX_ONLINE_CHUNKED: plan = PLAN_CHUNKED; break;
     case FLASHCL_SOFTMAX_SPLIT_ROW:
-        if (!legacy && split_held_enabled()) slices = plan_split_held(ctx, d);
+        if (!legacy && split_held_enabled()) slices = plan_split_held(ctx, d, &a);
         if (slices > 0) {
             plan = PLAN_SPLIT_HELD;
             break;
@@ -496,12 +541,12 @@ flashcl_status fc_cuda_softmax(void *opaque, const fc_softmax_desc *d) {
         plan = staged.chunks > 0 ? PLAN_STAGED : PLAN_RESIDENT;
         break;
     default:
-        plan = legacy ? choose_legacy(ctx, d) : choose(ctx, d, a.x_vec_ok, &staged, &slices);
+        plan = legacy ? choose_legacy(ctx, d) : choose(ctx, d, &a, &staged, &slices);
         break;
     }
 
     if (fc_env_flag("FLASHCL_CUDA_SOFTMAX_TRACE"))
-        trace_plan(ctx, d, plan, legacy, &staged, slices);
+        trace_plan(ctx, d, &a, plan, legacy, &staged, slices);
     st = fc_cuda_enter(ctx);
     if (st != FLASHCL_SUCCESS) return st;
     mtx_lock(&ctx->lock); /* the stream, the scratch, and launches that share it */

@@ -2,8 +2,8 @@
  * itself (dlopen, tests/cuda/cuda_driver.h), uploads with cuMemcpyHtoD, wraps the memory with
  * flashcl_buffer_wrap_cuda, runs flashcl_softmax on a stream of its own set with
  * flashcl_context_set_cuda_stream, waits on that stream, downloads with cuMemcpyDtoH and checks
- * every element against host_ref; the split-held softmax as clusters and as tickets must agree
- * bit for bit. Without a CUDA device it prints "SKIP: ..." and exits 77. */
+ * every element against host_ref; the split-held softmax as clusters and as tickets, holding
+ * 16-bit inputs as bits or as f32, must agree bit for bit. Without a CUDA device it prints "SKIP: ..." and exits 77. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -247,59 +247,74 @@ static void test_softmax_on_wrapped_memory(void **state) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(&cases[i]);
 }
 
-/* The cluster-held kernel (a row's slices in one thread-block cluster, compute capability 9.0+,
- * rows of at most 8 slices of 8192 columns) and the ticketed split-held kernel it replaces
- * there (FLASHCL_CUDA_SOFTMAX_NO_CLUSTER=1) merge
- * the slices' (max, sum) in the same order: their outputs must be the same bits, special rows
- * included. Both are also checked against host_ref. */
-static void test_cluster_and_ticketed_split_agree(void **state) {
+/* The split-held kernels: a row's slices as one thread-block cluster (compute capability 9.0+,
+ * at most 8 slices) or taking tickets (FLASHCL_CUDA_SOFTMAX_NO_CLUSTER=1) merge the slices'
+ * (max, sum) in the same order: for one slice geometry the two must give the same bits, special
+ * rows, log-softmax, negative scales and row tails included. Both geometries are checked so:
+ * 16-bit inputs held as their bits (slices of 16384 columns) and as f32
+ * (FLASHCL_CUDA_SOFTMAX_NO_HELD_BITS=1, slices of 8192), each also against host_ref (their sums
+ * run over different trees, so they may differ from each other in the last bits). */
+static void test_split_held_kernels_agree(void **state) {
     static const struct {
-        flashcl_dtype dt;
+        flashcl_dtype xt, yt;
         int64_t rows, cols;
         int log;
-    } shapes[] = {{FLASHCL_F16, 7, 65536, 0}, {FLASHCL_F32, 7, 65537, 1}, {FLASHCL_BF16, 3, 40000, 0},
-                  {FLASHCL_F32, 4, 49153, 1}};
+        float scale;
+    } shapes[] = {{FLASHCL_F16, FLASHCL_F16, 7, 65536, 0, 1.0f},
+                  {FLASHCL_F32, FLASHCL_F32, 7, 65537, 1, 1.0f},
+                  {FLASHCL_BF16, FLASHCL_BF16, 3, 40000, 0, 1.0f},
+                  {FLASHCL_F32, FLASHCL_F32, 4, 49153, 1, 1.0f},
+                  {FLASHCL_F16, FLASHCL_F32, 5, 131072, 1, -0.5f},
+                  {FLASHCL_BF16, FLASHCL_F16, 4, 49160, 0, 2.0f},
+                  {FLASHCL_F16, FLASHCL_BF16, 3, 1048576, 0, 1.0f},
+                  {FLASHCL_BF16, FLASHCL_F32, 2, 40001, 1, 1.0f}}; /* cols % 8: f32-held only */
     (void)state;
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
-        const flashcl_dtype dt = shapes[s].dt;
+        const flashcl_dtype xt = shapes[s].xt, yt = shapes[s].yt;
         const int64_t rows = shapes[s].rows, cols = shapes[s].cols;
-        const size_t es = host_ref_dtype_size(dt), bytes = (size_t)(rows * cols) * es;
-        unsigned char *x_host = malloc(bytes), *y_cluster = malloc(bytes), *y_ticket = malloc(bytes);
+        const size_t n = (size_t)(rows * cols);
+        const size_t x_bytes = n * host_ref_dtype_size(xt), y_bytes = n * host_ref_dtype_size(yt);
+        unsigned char *x_host = malloc(x_bytes), *y_cluster = malloc(y_bytes), *y_ticket = malloc(y_bytes);
         float *row = malloc((size_t)cols * sizeof *row);
-        char what[64];
-        flashcl_softmax_params params = {1.0f, shapes[s].log, FLASHCL_SOFTMAX_AUTO};
+        char what[96];
+        flashcl_softmax_params params = {shapes[s].scale, shapes[s].log, FLASHCL_SOFTMAX_AUTO};
         flashcl_buffer *xb = NULL, *yb = NULL;
         flashcl_tensor x, y;
         uint64_t seed = 777;
         assert_true(x_host && y_cluster && y_ticket && row);
         for (int64_t r = 0; r < rows; r++) {
             fill_row(row, cols, r, 1, &seed);
-            for (int64_t j = 0; j < cols; j++) host_ref_store(dt, x_host, (size_t)(r * cols + j), row[j]);
+            for (int64_t j = 0; j < cols; j++) host_ref_store(xt, x_host, (size_t)(r * cols + j), row[j]);
         }
-        assert_int_equal(flashcl_buffer_create(g_ctx, bytes, &xb), FLASHCL_SUCCESS);
-        assert_int_equal(flashcl_buffer_create(g_ctx, bytes, &yb), FLASHCL_SUCCESS);
-        assert_int_equal(flashcl_buffer_write(xb, 0, x_host, bytes), FLASHCL_SUCCESS);
+        assert_int_equal(flashcl_buffer_create(g_ctx, x_bytes, &xb), FLASHCL_SUCCESS);
+        assert_int_equal(flashcl_buffer_create(g_ctx, y_bytes, &yb), FLASHCL_SUCCESS);
+        assert_int_equal(flashcl_buffer_write(xb, 0, x_host, x_bytes), FLASHCL_SUCCESS);
         memset(&x, 0, sizeof x);
-        x.buffer = xb, x.dtype = dt, x.ndim = 2;
+        x.buffer = xb, x.dtype = xt, x.ndim = 2;
         x.shape[0] = rows, x.shape[1] = cols, x.strides[0] = cols, x.strides[1] = 1;
         y = x;
-        y.buffer = yb;
-        for (int pass = 0; pass < 2; pass++) {
-            unsigned char *out = pass ? y_ticket : y_cluster;
-            memset(out, 0x5a, bytes);
-            assert_int_equal(flashcl_buffer_write(yb, 0, out, bytes), FLASHCL_SUCCESS); /* poison */
-            if (pass) setenv("FLASHCL_CUDA_SOFTMAX_NO_CLUSTER", "1", 1);
+        y.buffer = yb, y.dtype = yt;
+        snprintf(what, sizeof what, "%s->%s %lldx%lld scale %g%s", host_ref_dtype_name(xt),
+                 host_ref_dtype_name(yt), (long long)rows, (long long)cols,
+                 (double)shapes[s].scale, shapes[s].log ? " log" : "");
+        for (int pass = 0; pass < 4; pass++) { /* bit 0: tickets; bit 1: f32-held */
+            unsigned char *out = pass & 1 ? y_ticket : y_cluster;
+            memset(out, 0x5a, y_bytes);
+            assert_int_equal(flashcl_buffer_write(yb, 0, out, y_bytes), FLASHCL_SUCCESS); /* poison */
+            if (pass & 1) setenv("FLASHCL_CUDA_SOFTMAX_NO_CLUSTER", "1", 1);
+            if (pass & 2) setenv("FLASHCL_CUDA_SOFTMAX_NO_HELD_BITS", "1", 1);
             if (flashcl_softmax(g_ctx, &params, &x, &y) != FLASHCL_SUCCESS)
                 fail_msg("flashcl_softmax: %s", flashcl_last_error());
             unsetenv("FLASHCL_CUDA_SOFTMAX_NO_CLUSTER");
-            assert_int_equal(flashcl_buffer_read(yb, 0, out, bytes), FLASHCL_SUCCESS);
+            unsetenv("FLASHCL_CUDA_SOFTMAX_NO_HELD_BITS");
+            assert_int_equal(flashcl_buffer_read(yb, 0, out, y_bytes), FLASHCL_SUCCESS);
+            if (!(pass & 1)) continue;
+            if (memcmp(y_cluster, y_ticket, y_bytes) != 0)
+                fail_msg("%s: the cluster and ticketed split-held kernels differ (%s)", what,
+                         pass & 2 ? "f32-held" : "bits held");
+            check_rows(xt, x_host, yt, y_cluster, rows, cols, cols, 0, shapes[s].scale,
+                       shapes[s].log, what);
         }
-        if (memcmp(y_cluster, y_ticket, bytes) != 0)
-            fail_msg("%s %lldx%lld: the cluster and ticketed split-held kernels differ",
-                     host_ref_dtype_name(dt), (long long)rows, (long long)cols);
-        snprintf(what, sizeof what, "%s %lldx%lld", host_ref_dtype_name(dt), (long long)rows,
-                 (long long)cols);
-        check_rows(dt, x_host, dt, y_cluster, rows, cols, cols, 0, 1.0f, shapes[s].log, what);
         flashcl_buffer_destroy(xb);
         flashcl_buffer_destroy(yb);
         free(x_host), free(y_cluster), free(y_ticket), free(row);
@@ -424,7 +439,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_device_info),
         cmocka_unit_test(test_softmax_on_wrapped_memory),
-        cmocka_unit_test(test_cluster_and_ticketed_split_agree),
+        cmocka_unit_test(test_split_held_kernels_agree),
         cmocka_unit_test(test_forced_registers_unsupported_for_long_rows),
         cmocka_unit_test(test_wrap_rejects_bad_memory),
         cmocka_unit_test(test_stream_switching),
