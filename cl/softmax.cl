@@ -498,7 +498,12 @@ FC_INLINE ulong fc_wait_word(volatile __global ulong *word, ulong least, uint pa
 /* Rows of more slices than this wait on an arrival count (see below). */
 #define FC_COOP_POLL_SLOTS 32
 /* Floats each work-item holds (for 16-bit input, 64 measured slower on an H100: 59% of copy
- * bandwidth against 73% for 4096 x 32768 f16, fewer groups per compute unit). */
+ * bandwidth against 73% for 4096 x 32768 f16, fewer groups per compute unit). Holding 16-bit
+ * slices as raw chunks instead, 64 elements a work-item in the same registers (fc_reg_*, as the
+ * CUDA backend's held_bits, which gained 8-9 points there), measured slower through NVIDIA's
+ * OpenCL (H100, 2026-11-25, with FC_FAST_EXP, % of copy against this kernel in the same run:
+ * 4096 x 32768 f16 61.0-61.3 vs 76.8, 1024 x 131072 59.7-60.1 vs 75.6-76.2), so it was not
+ * kept. */
 #ifndef FC_COOP_ELEMS
 #define FC_COOP_ELEMS 32
 #endif
