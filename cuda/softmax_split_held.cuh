@@ -253,11 +253,6 @@ template <typename H> __device__ void softmax_cluster_held(const fc_softmax_args
         FC_CLUSTER_HELD_BODY(FC_HELD_FLOATS(DT))                                                \
     }
 FC_SOFTMAX_FOR_DTYPES(FC_CLUSTER_HELD_KERNEL, 0)
-#define FC_CLUSTER_HELD_BITS_KERNEL(dt_name, DT)                                               \
-    extern "C" __global__ void __launch_bounds__(FC_SOFTMAX_SPLIT_HELD_THREADS,                 \
-                                                 FC_SOFTMAX_SPLIT_HELD_BLOCKS_PER_SM)           \
-        fc_softmax_cluster_held_bits_##dt_name(fc_softmax_args a) {                             \
-        FC_CLUSTER_HELD_BODY(FC_HELD_BITS(DT))                                                  \
-    }
-FC_CLUSTER_HELD_BITS_KERNEL(f16, FC_F16)
-FC_CLUSTER_HELD_BITS_KERNEL(bf16, FC_BF16)
+/* No cluster form of held_bits: its slices ran faster ticketed (H100, 2026-11-25, 1024x131072
+ * f16 0.214-0.215 ms against 0.222-0.225 as clusters of 8, 2048x65536 0.209-0.211 against
+ * 0.215-0.220, 4096x40000 0.263-0.264 against 0.268-0.271; 512x98304 the same). */

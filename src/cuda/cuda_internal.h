@@ -80,10 +80,9 @@ typedef struct fc_cuda_kernels {
     /* The same slices as one thread-block cluster per row (cuda/softmax_split_held.cuh); only
      * with sm90_launch. */
     CUfunction softmax_cluster_held[FC_CUDA_DTYPES];
-    /* Both again for 16-bit inputs held as their bits (twice the columns a slice; NULL for
-     * f32), and the ticketed one's blocks per SM. */
+    /* The ticketed kernel for 16-bit inputs held as their bits (twice the columns a slice;
+     * NULL for f32; no cluster form), and its blocks per SM. */
     CUfunction softmax_split_held_bits[FC_CUDA_DTYPES];
-    CUfunction softmax_cluster_held_bits[FC_CUDA_DTYPES];
     int softmax_split_held_bits_blocks_per_sm[FC_CUDA_DTYPES];
     fc_cuda_attention_kernel attention_tc[FC_TC_CONFIG_COUNT][2];        /* [config][f16, bf16] */
     fc_cuda_attention_kernel attention_tc_decode[FC_TC_DECODE_CONFIG_COUNT][2];

@@ -130,10 +130,7 @@ static flashcl_status get_softmax_kernels(fc_cuda_context *ctx, int dt) {
     FC_GET_(softmax_staged, "fc_softmax_staged")
     FC_GET_(softmax_split_held, "fc_softmax_split_held")
     FC_GET_(softmax_cluster_held, "fc_softmax_cluster_held")
-    if (dt != FLASHCL_F32) {
-        FC_GET_(softmax_split_held_bits, "fc_softmax_split_held_bits")
-        FC_GET_(softmax_cluster_held_bits, "fc_softmax_cluster_held_bits")
-    }
+    if (dt != FLASHCL_F32) FC_GET_(softmax_split_held_bits, "fc_softmax_split_held_bits")
 #undef FC_GET_
     if (st == FLASHCL_SUCCESS) st = size_resident_kernel(ctx, dt);
     if (st == FLASHCL_SUCCESS) st = size_split_held_kernel(ctx, dt);

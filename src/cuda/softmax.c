@@ -17,8 +17,8 @@
  *                     chunks, where it measured faster than the resident split (see choose()).
  *   split-held        (cuda/softmax_split_held.cuh) slices of 8192 columns (16384 for 16-bit
  *                     inputs, held as their bits), one per 256-thread block, in registers;
- *                     clusters of a row's slices where at most 8, else a plain grid of
- *                     rows * slices blocks, each taking its
+ *                     clusters of a row's slices where at most 8 (f32-held only), else a
+ *                     plain grid of rows * slices blocks, each taking its
  *                     (row, slice) by ticket in the order blocks start, exchanging (max, sum)
  *                     like the resident split: one read, one write, no lock-step rounds. Rows
  *                     past 32768 columns, as long as a row takes at most one slice per SM
@@ -184,15 +184,17 @@ static staged_plan plan_staged(const fc_cuda_context *ctx, const fc_softmax_desc
     return best;
 }
 
-/* The split-held kernels for this call's input dtype: for 16-bit inputs the pair that holds the
- * values as their storage bits (held_bits in cuda/softmax_split_held.cuh: slices of 16384
- * columns in the registers that hold 8192 as f32), unless FLASHCL_CUDA_SOFTMAX_NO_HELD_BITS=1
- * (A/B) or the rows do not suit them (x and y rows 16-byte aligned, cols a multiple of 8), else
- * the f32-held pair (slices of 8192). Each is deterministic; the two may differ in the last bits
+/* The split-held kernels for this call's input dtype: for 16-bit inputs the ticketed kernel that
+ * holds the values as their storage bits (held_bits in cuda/softmax_split_held.cuh: slices of
+ * 16384 columns in the registers that hold 8192 as f32; no cluster form, it ran faster
+ * ticketed), unless FLASHCL_CUDA_SOFTMAX_NO_HELD_BITS=1 (A/B) or the rows do not suit it (x and
+ * y rows 16-byte aligned, cols a multiple of 8), else the f32-held pair, ticketed and cluster
+ * (slices of 8192). Each is deterministic; the two holders may differ in the last bits
  * (their sums run over different trees). H100 (2026-11-25), 16-bit, ms against the f32-held
- * pair in the same run: 1024x131072 0.223 vs 0.247-0.256, 64x1048576 0.119-0.120 vs 0.135-0.136,
- * 2048x65536 0.216-0.218 vs 0.241-0.247, 4096x40000 0.269-0.279 vs 0.297-0.300, 256x262144 0.115
- * vs 0.121-0.122. */
+ * pair in the same run (the bits as clusters where at most 8 slices, which later measured 2-5 %
+ * slower than ticketed): 1024x131072 0.223 vs 0.247-0.256, 64x1048576 0.119-0.120 vs
+ * 0.135-0.136, 2048x65536 0.216-0.218 vs 0.241-0.247, 4096x40000 0.269-0.279 vs 0.297-0.300,
+ * 256x262144 0.115 vs 0.121-0.122. */
 typedef struct held_kernels {
     CUfunction ticketed, cluster;
     int64_t slice_cols;
@@ -207,7 +209,7 @@ static held_kernels pick_held(const fc_cuda_context *ctx, const fc_softmax_desc 
     if (k->softmax_split_held_bits[dt] && a->x_vec_ok && a->y_vec_ok && d->cols % 8 == 0 &&
         !fc_env_flag("FLASHCL_CUDA_SOFTMAX_NO_HELD_BITS")) {
         h.ticketed = k->softmax_split_held_bits[dt];
-        h.cluster = k->softmax_cluster_held_bits[dt];
+        h.cluster = NULL;
         h.slice_cols = FC_SPLIT_HELD_BITS_SLICE;
         h.blocks_per_sm = k->softmax_split_held_bits_blocks_per_sm[dt];
     } else {
@@ -457,7 +459,7 @@ static flashcl_status run_split_held(fc_cuda_context *ctx, const fc_softmax_desc
                                      fc_softmax_args *a, int64_t slices) {
     const held_kernels h = pick_held(ctx, d, a);
     flashcl_status st;
-    if (ctx->kernels.sm90_launch && slices <= FC_CLUSTER_MAX &&
+    if (h.cluster && ctx->kernels.sm90_launch && slices <= FC_CLUSTER_MAX &&
         !fc_env_flag("FLASHCL_CUDA_SOFTMAX_NO_CLUSTER") &&
         run_cluster_held(ctx, d, a, slices, &h) == FLASHCL_SUCCESS)
         return FLASHCL_SUCCESS;
@@ -489,7 +491,8 @@ static void trace_plan(const fc_cuda_context *ctx, const fc_softmax_desc *d,
         const held_kernels h = pick_held(ctx, d, a);
         fprintf(stderr, " slices %lld of %lld columns (%d blocks per SM fit; clusters %s)",
                 (long long)slices, (long long)h.slice_cols, h.blocks_per_sm,
-                ctx->kernels.sm90_launch ? "usable" : "not usable");
+                !h.cluster ? "not for this holder"
+                           : ctx->kernels.sm90_launch ? "usable" : "not usable");
     }
     fputc('\n', stderr);
 }

@@ -248,12 +248,13 @@ static void test_softmax_on_wrapped_memory(void **state) {
 }
 
 /* The split-held kernels: a row's slices as one thread-block cluster (compute capability 9.0+,
- * at most 8 slices) or taking tickets (FLASHCL_CUDA_SOFTMAX_NO_CLUSTER=1) merge the slices'
- * (max, sum) in the same order: for one slice geometry the two must give the same bits, special
- * rows, log-softmax, negative scales and row tails included. Both geometries are checked so:
- * 16-bit inputs held as their bits (slices of 16384 columns) and as f32
- * (FLASHCL_CUDA_SOFTMAX_NO_HELD_BITS=1, slices of 8192), each also against host_ref (their sums
- * run over different trees, so they may differ from each other in the last bits). */
+ * at most 8 slices, f32-held only) or taking tickets (FLASHCL_CUDA_SOFTMAX_NO_CLUSTER=1) merge
+ * the slices' (max, sum) in the same order: for the f32-held slices (f32 inputs, and 16-bit ones
+ * under FLASHCL_CUDA_SOFTMAX_NO_HELD_BITS=1) the two must give the same bits, special rows,
+ * log-softmax, negative scales and row tails included. 16-bit inputs are by default held as
+ * their bits (slices of 16384 columns, tickets whatever the flag: both passes run the same
+ * kernel and must agree too). Each holder is also checked against host_ref (their sums run over
+ * different trees, so they may differ from each other in the last bits). */
 static void test_split_held_kernels_agree(void **state) {
     static const struct {
         flashcl_dtype xt, yt;
