@@ -283,8 +283,9 @@ FC_INLINE long fc_attn_hi(long i, int off, int wr, int ke)
  * key splits [kb, ke); except that the last `tail` (batch, kv head) pairs of a split interleave
  * their tiles, every pair's first tile before any pair's second, so that a causal grid ends on
  * the lightest tiles of several pairs rather than on a mix of heavy and light ones that leaves
- * compute units idle behind the last heavy tiles (src/opencl/attention.c, tail_pairs). A tile is BM packed rows (row = g·Sq + i). Its key range [j_begin,
- * j_end] and the part of it every row sees [full_lo, full_hi] (no mask needed there) are
+ * compute units idle behind the last heavy tiles (src/attention_tail.h). A tile is BM packed
+ * rows (row = g·Sq + i). Its key range [j_begin, j_end] and the part of it every row sees
+ * [full_lo, full_hi] (no mask needed there) are
  * bounded by its first and last queries, since lo and hi grow with the query index; a tile
  * that spans two heads holds queries 0 and Sq - 1. */
 typedef struct fc_attn_place {

@@ -106,7 +106,8 @@ FC_INLINE void fc_attn_decode_keys(
     __global const uchar *q, __global const uchar *k, __global const uchar *v,
     __global uchar *o, __global float *lse, long4 qs, long4 ks, long4 vs, long4 os, long4 ls,
     int4 dims, int4 grid, int4 mask, float2 score, long2 split_stride, int aligned,
-    int tail, __local float4 *smem, const int DT, const int DP, const int WG, const int RT, const int KB)
+    int tail, __local float4 *smem, const int DT, const int DP, const int WG, const int RT,
+    const int KB)
 {
     const int BK = DT == FC_ATTN_F32 ? KB / 2 : KB;  /* keys per block */
     const int EPV = DT == FC_ATTN_F32 ? 4 : 8;       /* elements per 16-byte vector */

@@ -90,8 +90,9 @@ FC_INLINE void fc_attn_forward_tile(
     __global const uchar *q, __global const uchar *k, __global const uchar *v,
     __global uchar *o, __global float *lse, long4 qs, long4 ks, long4 vs, long4 os, long4 ls,
     int4 dims, int4 grid, int4 mask, float2 score, long2 split_stride, int aligned,
-    int tail, __local float4 *smem, const int DT, const int DP, const int QRES, const int ROWSKIP,
-    const int C, const int R, const int TM, const int TN, const int DC, const int VC)
+    int tail, __local float4 *smem, const int DT, const int DP, const int QRES,
+    const int ROWSKIP, const int C, const int R, const int TM, const int TN, const int DC,
+    const int VC)
 {
     const int WG = R * C, BM = R * TM, BN = C * TN, TD4 = DP / (4 * C);
     const int DC4 = DC / 4, KS4 = FC_ATTN_KS4(DC), PS4 = FC_ATTN_PS4(C, TN), DP4 = DP / 4;

@@ -105,7 +105,7 @@ FC_DEVICE void store_lse(const fc_attention_args &a, int64_t b, int64_t i, int64
  * at once share K/V in L2; the last a.tail_heads pairs instead interleave theirs, all their
  * heaviest row blocks before any lighter one, so the grid ends on the lightest blocks of
  * several pairs rather than on whole pairs' mix of heavy and light ones (idle SMs while a few
- * heavy blocks finish). */
+ * heavy blocks finish; the host's count: src/attention_tail.h). */
 FC_DEVICE void block_position(const fc_attention_args &a, int rows, int64_t &r0, int64_t &b, int &kv_head) {
     const int64_t packed = a.seqlen_q * a.group;
     const int64_t row_blocks = (packed + rows - 1) / rows;

@@ -101,7 +101,8 @@ template <int DT, int TPB, int ITEMS> struct held_bits {
     FC_DEVICE float sum(const fc_softmax_args &a, int row, int slice, float &m, float *max_slots,
                         float *sum_slots) {
         const int64_t first = slice * (int64_t)COLS + (int64_t)threadIdx.x * VEC;
-        const uint4 *p = reinterpret_cast<const uint4 *>(row_ptr(a.x, row, a.x_stride, 2) + first * 2);
+        const uint4 *p =
+            reinterpret_cast<const uint4 *>(row_ptr(a.x, row, a.x_stride, 2) + first * 2);
         room = a.cols - first;
 #pragma unroll
         for (int k = 0; k < NV; k++) raw[k] = inside(k) ? p[k * TPB] : make_uint4(0u, 0u, 0u, 0u);
@@ -170,8 +171,10 @@ template <typename H> __device__ void softmax_split_held(const fc_softmax_args &
 /* FC_SOFTMAX_SPLIT_HELD_BLOCKS_PER_SM blocks per SM: 64 registers per thread at 256 threads,
  * enough for the 32 values plus addresses, and four blocks to overlap one block's exchange
  * with the others' loads and stores. */
-#define FC_HELD_FLOATS(DT) held_floats<DT, FC_SOFTMAX_SPLIT_HELD_THREADS, FC_SOFTMAX_SPLIT_HELD_ITEMS>
-#define FC_HELD_BITS(DT) held_bits<DT, FC_SOFTMAX_SPLIT_HELD_THREADS, FC_SOFTMAX_SPLIT_HELD_BITS_ITEMS>
+#define FC_HELD_FLOATS(DT) \
+    held_floats<DT, FC_SOFTMAX_SPLIT_HELD_THREADS, FC_SOFTMAX_SPLIT_HELD_ITEMS>
+#define FC_HELD_BITS(DT) \
+    held_bits<DT, FC_SOFTMAX_SPLIT_HELD_THREADS, FC_SOFTMAX_SPLIT_HELD_BITS_ITEMS>
 #define FC_SPLIT_HELD_KERNEL(dt_name, DT, unused)                                              \
     extern "C" __global__ void __launch_bounds__(FC_SOFTMAX_SPLIT_HELD_THREADS,                 \
                                                  FC_SOFTMAX_SPLIT_HELD_BLOCKS_PER_SM)           \

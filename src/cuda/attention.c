@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cuda_internal.h"
+#include "../attention_tail.h"
 #include "../error.h"
 #include "../text.h"
 
@@ -174,35 +175,6 @@ static const fc_cuda_attention_kernel *choose_kernel(const fc_cuda_context *ctx,
     return kernel;
 }
 
-/* How many of the last (batch, kv head) pairs interleave their row blocks heaviest first
- * (block_position in cuda/attention_common.cuh): under a causal mask a row block's work grows
- * with its position, and with each pair's blocks in a row (heavy to light, pair after pair) the
- * grid ends on a mix of heavy and light blocks that leaves SMs idle while the last heavy ones
- * finish -- 4-7 % of the ideal time in a list-scheduling model of the FlashAttention grid. The
- * tail takes enough pairs to fill the GPU twice over, so that every pair still has several row
- * blocks running at once (sharing its K/V in L2). Not where the lightest row block sees more
- * than half the keys (Sk > 2 Sq): the work hardly varies there. H100, f16, causal, TF/s against
- * the pair-after-pair order in the same process (2026-11-25): D 64 S512 158-160 vs 154-155,
- * S4096 301-305 vs 290-295; D 128 S1024 249.5 vs 243, S2048 337-338 vs 322-323, S4096 400 vs
- * 380-382, S8192 423-448 vs 407; S16384 (16 pairs, all in the tail either way) unchanged. FLASHCL_CUDA_ATTENTION_NO_TAIL_ORDER=1 keeps
- * the pair-after-pair order throughout (for comparisons); FLASHCL_CUDA_ATTENTION_TAIL_HEADS=n
- * sets the count, whatever the mask (tests: any count gives the same result). */
-static uint64_t tail_heads(const fc_cuda_context *ctx, const fc_cuda_attention_kernel *kernel,
-                           const fc_attention_desc *d, uint64_t row_blocks, uint64_t splits) {
-    const uint64_t pairs = (uint64_t)(d->batch * d->heads_kv);
-    const uint64_t slots = (uint64_t)ctx->sm_count * (uint64_t)kernel->blocks_per_sm;
-    const long forced = fc_env_long("FLASHCL_CUDA_ATTENTION_TAIL_HEADS", -1);
-    uint64_t tail;
-    if (forced >= 0)
-        tail = (uint64_t)forced;
-    else if (!d->causal || 2 * d->seqlen_q < d->seqlen_k || splits > 1 || row_blocks < 2 ||
-             slots == 0 || fc_env_flag("FLASHCL_CUDA_ATTENTION_NO_TAIL_ORDER"))
-        return 0;
-    else
-        tail = ceil_div(2 * slots, row_blocks);
-    return tail < pairs ? tail : pairs;
-}
-
 flashcl_status fc_cuda_attention_forward(void *opaque, const fc_attention_desc *d) {
     fc_cuda_context *ctx = opaque;
     const fc_cuda_attention_kernel *kernel;
@@ -273,7 +245,14 @@ flashcl_status fc_cuda_attention_forward(void *opaque, const fc_attention_desc *
     splits = ceil_div((uint64_t)d->seqlen_k, keys_per_split);
     a.keys_per_split = (int64_t)keys_per_split;
     a.splits = (int32_t)splits;
-    a.tail_heads = (int32_t)tail_heads(ctx, kernel, d, row_blocks, splits);
+    /* The causal tail order (src/attention_tail.h), sized by the kernel's occupancy. H100, f16,
+     * causal, TF/s against the pair-after-pair order in the same process (2026-11-25): D 64 S512
+     * 158-160 vs 154-155, S4096 301-305 vs 290-295; D 128 S1024 249.5 vs 243, S2048 337-338 vs
+     * 322-323, S4096 400 vs 380-382, S8192 423-448 vs 407; S16384 (16 pairs, all in the tail
+     * either way) unchanged. */
+    a.tail_heads = (int32_t)fc_attention_tail_pairs(
+        d, (int64_t)row_blocks, (int64_t)ctx->sm_count * kernel->blocks_per_sm, (int64_t)splits,
+        "FLASHCL_CUDA_ATTENTION_NO_TAIL_ORDER", "FLASHCL_CUDA_ATTENTION_TAIL_HEADS");
 
     st = fc_cuda_enter(ctx);
     if (st != FLASHCL_SUCCESS) return st;

@@ -170,8 +170,8 @@ static flashcl_status get_attention_kernel(fc_cuda_context *ctx, fc_cuda_attenti
                                           (int)smem) == CUDA_SUCCESS;
     k->blocks_per_sm = 0;
     if (k->usable) {
-        CUresult r = fc_cu()->OccupancyMaxActiveBlocksPerMultiprocessor(&k->blocks_per_sm,
-                                                                         k->function, threads, smem);
+        CUresult r = fc_cu()->OccupancyMaxActiveBlocksPerMultiprocessor(
+            &k->blocks_per_sm, k->function, threads, smem);
         if (r != CUDA_SUCCESS)
             return fc_cu_fail(r, "cuOccupancyMaxActiveBlocksPerMultiprocessor(attention kernel)");
     }

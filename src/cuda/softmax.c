@@ -229,10 +229,9 @@ static held_kernels pick_held(const fc_cuda_context *ctx, const fc_softmax_desc 
  * launches as blocks fit on an SM (4) still finish. The same bound as the OpenCL cooperative
  * split row. */
 static int64_t plan_split_held(const fc_cuda_context *ctx, const fc_softmax_desc *d,
-                               const fc_softmax_args *a) {
-    const held_kernels h = pick_held(ctx, d, a);
-    const int64_t cap = h.blocks_per_sm > 0 ? ctx->sm_count : 0;
-    const int64_t slices = (int64_t)ceil_div((uint64_t)d->cols, (uint64_t)h.slice_cols);
+                               const held_kernels *h) {
+    const int64_t cap = h->blocks_per_sm > 0 ? ctx->sm_count : 0;
+    const int64_t slices = (int64_t)ceil_div((uint64_t)d->cols, (uint64_t)h->slice_cols);
     if (slices > cap || d->rows * slices >= ((int64_t)1 << 31)) return 0;
     return slices;
 }
@@ -267,10 +266,11 @@ static plan_kind choose_legacy(const fc_cuda_context *ctx, const fc_softmax_desc
  * bandwidth against 50%, 64x1048576: 56% against 44%). With more chunks per row (8x8388608) and
  * for f32 (1024x131072: 64% against 79%), and for 16-bit rows of 32768 (54% against 78%), the
  * staged kernel measured slower. */
-static plan_kind choose(const fc_cuda_context *ctx, const fc_softmax_desc *d, const fc_softmax_args *a,
-                        staged_plan *staged, int64_t *slices) {
+static plan_kind choose(const fc_cuda_context *ctx, const fc_softmax_desc *d,
+                        const fc_softmax_args *a, const held_kernels *held, staged_plan *staged,
+                        int64_t *slices) {
     if (d->cols > FC_ROWS_MAX_COLS && split_held_enabled()) {
-        *slices = plan_split_held(ctx, d, a);
+        *slices = plan_split_held(ctx, d, held);
         if (*slices > 0) return PLAN_SPLIT_HELD;
     }
     if (d->x_dtype != FLASHCL_F32 && d->cols > FC_ROWS_MAX_COLS) {
@@ -456,17 +456,16 @@ static flashcl_status run_cluster_held(fc_cuda_context *ctx, const fc_softmax_de
  * their block index), after the arrival counters and the ticket counter are zeroed. A plain
  * launch: plan_split_held keeps a row's slices within one per SM. */
 static flashcl_status run_split_held(fc_cuda_context *ctx, const fc_softmax_desc *d,
-                                     fc_softmax_args *a, int64_t slices) {
-    const held_kernels h = pick_held(ctx, d, a);
+                                     fc_softmax_args *a, int64_t slices, const held_kernels *h) {
     flashcl_status st;
-    if (h.cluster && ctx->kernels.sm90_launch && slices <= FC_CLUSTER_MAX &&
+    if (h->cluster && ctx->kernels.sm90_launch && slices <= FC_CLUSTER_MAX &&
         !fc_env_flag("FLASHCL_CUDA_SOFTMAX_NO_CLUSTER") &&
-        run_cluster_held(ctx, d, a, slices, &h) == FLASHCL_SUCCESS)
+        run_cluster_held(ctx, d, a, slices, h) == FLASHCL_SUCCESS)
         return FLASHCL_SUCCESS;
     st = exchange_scratch(ctx, d, a, slices, (uint64_t)d->rows + 1);
     if (st != FLASHCL_SUCCESS) return st;
-    a->chunk_cols = h.slice_cols;
-    return launch(ctx, h.ticketed,
+    a->chunk_cols = h->slice_cols;
+    return launch(ctx, h->ticketed,
                   (uint64_t)d->rows * (uint64_t)slices, FC_SOFTMAX_SPLIT_HELD_THREADS, a,
                   "split-held");
 }
@@ -474,7 +473,7 @@ static flashcl_status run_split_held(fc_cuda_context *ctx, const fc_softmax_desc
 /* FLASHCL_CUDA_SOFTMAX_TRACE=1: one line per call on stderr with the plan taken (before any
  * fallback), to check on a GPU which plan a shape gets. */
 static void trace_plan(const fc_cuda_context *ctx, const fc_softmax_desc *d,
-                       const fc_softmax_args *a, plan_kind plan, int legacy,
+                       const held_kernels *h, plan_kind plan, int legacy,
                        const staged_plan *staged, int64_t slices) {
     static const char *const names[] = {"rows",  "resident", "chunked",
                                         "split", "staged",   "split-held"};
@@ -487,13 +486,11 @@ static void trace_plan(const fc_cuda_context *ctx, const fc_softmax_desc *d,
                 "per round",
                 (long long)staged->chunks, (long long)staged->chunk_cols,
                 (long long)staged->held_cols, staged->buffers, (long long)staged->rows_per_grid);
-    if (plan == PLAN_SPLIT_HELD) {
-        const held_kernels h = pick_held(ctx, d, a);
+    if (plan == PLAN_SPLIT_HELD)
         fprintf(stderr, " slices %lld of %lld columns (%d blocks per SM fit; clusters %s)",
-                (long long)slices, (long long)h.slice_cols, h.blocks_per_sm,
-                !h.cluster ? "not for this holder"
-                           : ctx->kernels.sm90_launch ? "usable" : "not usable");
-    }
+                (long long)slices, (long long)h->slice_cols, h->blocks_per_sm,
+                !h->cluster ? "not for this holder"
+                            : ctx->kernels.sm90_launch ? "usable" : "not usable");
     fputc('\n', stderr);
 }
 
@@ -507,6 +504,7 @@ flashcl_status fc_cuda_softmax(void *opaque, const fc_softmax_desc *d) {
     fc_softmax_args a;
     staged_plan staged;
     int64_t slices = 0; /* split-held */
+    held_kernels held;  /* its kernels for this call */
     plan_kind plan;
     flashcl_status st;
 
@@ -523,6 +521,7 @@ flashcl_status fc_cuda_softmax(void *opaque, const fc_softmax_desc *d) {
     a.y_dtype = (int32_t)d->y_dtype;
     a.x_vec_ok = rows_aligned(a.x, d->rows, d->x_row_stride, x_bytes, 16);
     a.y_vec_ok = rows_aligned(a.y, d->rows, d->y_row_stride, y_bytes, y_align);
+    held = pick_held(ctx, d, &a);
 
     switch (d->variant) {
     case FLASHCL_SOFTMAX_ROW_IN_REGISTERS:
@@ -535,7 +534,7 @@ flashcl_status fc_cuda_softmax(void *opaque, const fc_softmax_desc *d) {
         break;
     case FLASHCL_SOFTMAX_ONLINE_CHUNKED: plan = PLAN_CHUNKED; break;
     case FLASHCL_SOFTMAX_SPLIT_ROW:
-        if (!legacy && split_held_enabled()) slices = plan_split_held(ctx, d, &a);
+        if (!legacy && split_held_enabled()) slices = plan_split_held(ctx, d, &held);
         if (slices > 0) {
             plan = PLAN_SPLIT_HELD;
             break;
@@ -544,12 +543,12 @@ flashcl_status fc_cuda_softmax(void *opaque, const fc_softmax_desc *d) {
         plan = staged.chunks > 0 ? PLAN_STAGED : PLAN_RESIDENT;
         break;
     default:
-        plan = legacy ? choose_legacy(ctx, d) : choose(ctx, d, &a, &staged, &slices);
+        plan = legacy ? choose_legacy(ctx, d) : choose(ctx, d, &a, &held, &staged, &slices);
         break;
     }
 
     if (fc_env_flag("FLASHCL_CUDA_SOFTMAX_TRACE"))
-        trace_plan(ctx, d, &a, plan, legacy, &staged, slices);
+        trace_plan(ctx, d, &held, plan, legacy, &staged, slices);
     st = fc_cuda_enter(ctx);
     if (st != FLASHCL_SUCCESS) return st;
     mtx_lock(&ctx->lock); /* the stream, the scratch, and launches that share it */
@@ -557,7 +556,7 @@ flashcl_status fc_cuda_softmax(void *opaque, const fc_softmax_desc *d) {
     case PLAN_ROWS: st = run_rows(ctx, d, &a, legacy); break;
     case PLAN_CHUNKED: st = run_chunked(ctx, d, &a); break;
     case PLAN_SPLIT: st = run_split(ctx, d, &a); break;
-    case PLAN_SPLIT_HELD: st = run_split_held(ctx, d, &a, slices); break;
+    case PLAN_SPLIT_HELD: st = run_split_held(ctx, d, &a, slices, &held); break;
     case PLAN_STAGED:
     case PLAN_RESIDENT:
         st = plan == PLAN_STAGED ? run_staged(ctx, d, &a, &staged) : FLASHCL_UNSUPPORTED;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "attention_internal.h"
+#include "../attention_tail.h"
 #include "../error.h"
 #include "../text.h"
 
@@ -430,35 +431,6 @@ static flashcl_status plan_forward(fc_cl_context *ctx, const fc_attention_desc *
     return FLASHCL_SUCCESS;
 }
 
-/* How many of the last (batch, kv head) pairs interleave their tiles (FC_ATTN_PLACE in
- * cl/attention_common.cl): under a causal mask a tile's work grows with its position, and with
- * each pair's tiles in a row (heavy to light, pair after pair) the grid ends on a mix of heavy
- * and light tiles that leaves compute units idle behind the last heavy ones. The tail takes
- * enough pairs for about twice the work-groups the device runs at once (estimated as per_cu a
- * compute unit: OpenCL has no occupancy query), so every pair still has several tiles running
- * together (sharing its K/V in the cache); not where the lightest tile sees more than half the
- * keys (Sk > 2 Sq), whose work hardly varies. H100, NVIDIA OpenCL, f16 causal tensor-core
- * kernel, TF/s against the pair-after-pair order, two alternations (2026-11-25): D 128 S512
- * 167-168 vs 159-160, S1024 209-210 vs 197-198, S4096 252 vs 236-238, S8192 260-262 vs 247-249;
- * D 64 S2048 233 vs 224, S4096 250-254 vs 243-246, S512 unchanged. The CUDA backend does the
- * same (block_position);
- * FLASHCL_ATTENTION_NO_TAIL_ORDER=1 keeps the pair-after-pair order (comparisons),
- * FLASHCL_ATTENTION_TAIL_HEADS=n forces n pairs whatever the mask (tests). */
-static int tail_pairs(const fc_cl_context *ctx, const fc_attention_desc *d,
-                      const fc_attn_launch *p)
-{
-    const int64_t pairs = d->batch * d->heads_kv;
-    const int64_t slots = (int64_t)ctx->dev.compute_units * p->per_cu;
-    int64_t tail = fc_env_long("FLASHCL_ATTENTION_TAIL_HEADS", -1);
-    if (tail < 0) {
-        if (!d->causal || 2 * d->seqlen_q < d->seqlen_k || p->nsplit > 1 || p->ntiles < 2 ||
-            fc_env_flag("FLASHCL_ATTENTION_NO_TAIL_ORDER"))
-            return 0;
-        tail = (2 * slots + p->ntiles - 1) / p->ntiles;
-    }
-    return (int)(tail < pairs ? tail : pairs);
-}
-
 flashcl_status fc_cl_attention_forward(void *opaque, const fc_attention_desc *d)
 {
     fc_cl_context *ctx = opaque;
@@ -476,7 +448,14 @@ flashcl_status fc_cl_attention_forward(void *opaque, const fc_attention_desc *d)
     flashcl_status st = plan_forward(ctx, d, &p);
     if (st != FLASHCL_SUCCESS) return st;
     split = p.nsplit > 1;
-    tail = tail_pairs(ctx, d, &p);
+    /* The causal tail order (src/attention_tail.h), with per_cu work-groups a compute unit for
+     * the blocks the device runs at once (OpenCL has no occupancy query). H100, NVIDIA OpenCL,
+     * f16 causal tensor-core kernel, TF/s against the pair-after-pair order (2026-11-25): D 128
+     * S512 167-168 vs 159-160, S1024 209-210 vs 197-198, S4096 252 vs 236-238, S8192 260-262
+     * vs 247-249; D 64 S2048 233 vs 224, S4096 250-254 vs 243-246, S512 unchanged. */
+    tail = (int)fc_attention_tail_pairs(d, p.ntiles, (int64_t)ctx->dev.compute_units * p.per_cu,
+                                        p.nsplit, "FLASHCL_ATTENTION_NO_TAIL_ORDER",
+                                        "FLASHCL_ATTENTION_TAIL_HEADS");
 
     qs = fc_attn_long4(d->q_strides[0], d->q_strides[1], d->q_strides[2], (int64_t)(d->q_offset / es));
     ks = fc_attn_long4(d->k_strides[0], d->k_strides[1], d->k_strides[2], (int64_t)(d->k_offset / es));
