@@ -105,12 +105,13 @@ FC_DEVICE void store_lse(const fc_attention_args &a, int64_t b, int64_t i, int64
  * at once share K/V in L2; the last a.tail_heads pairs instead interleave theirs, all their
  * heaviest row blocks before any lighter one, so the grid ends on the lightest blocks of
  * several pairs rather than on whole pairs' mix of heavy and light ones (idle SMs while a few
- * heavy blocks finish; the host's count: src/attention_tail.h). */
-FC_DEVICE void block_position(const fc_attention_args &a, int rows, int64_t &r0, int64_t &b, int &kv_head) {
+ * heavy blocks finish; the host's count: src/attention_tail.h). x: the row block's index in
+ * that order (the block index, or a persistent kernel's tile). */
+FC_DEVICE void block_position_of(const fc_attention_args &a, int rows, int64_t x, int64_t &r0,
+                                  int64_t &b, int &kv_head) {
     const int64_t packed = a.seqlen_q * a.group;
     const int64_t row_blocks = (packed + rows - 1) / rows;
     const int64_t pairs_in_order = a.batch * a.heads_kv - a.tail_heads;
-    const int64_t x = blockIdx.x;
     int64_t bh, from_last;
     if (x < pairs_in_order * row_blocks) {
         bh = x / row_blocks;
@@ -123,4 +124,9 @@ FC_DEVICE void block_position(const fc_attention_args &a, int rows, int64_t &r0,
     r0 = (row_blocks - 1 - from_last) * rows;
     b = bh / a.heads_kv;
     kv_head = (int)(bh % a.heads_kv);
+}
+
+/* The position of this block (blockIdx.x): the kernels with a block per row block. */
+FC_DEVICE void block_position(const fc_attention_args &a, int rows, int64_t &r0, int64_t &b, int &kv_head) {
+    block_position_of(a, rows, blockIdx.x, r0, b, kv_head);
 }

@@ -102,9 +102,18 @@ typedef struct fc_merge_args {
  *   64-key blocks at two blocks per SM (S512 255.4, causal 164.4 with the overlap). A per-warp
  *   epilogue (each warp staging its rows in a freed ring slot, no block barrier, so one
  *   warpgroup's epilogue overlaps the other's last products) measured the same as the block-wide
- *   one (S512 283-284 vs 283-287 TF/s, S1024 366-370 vs 367-369) and was not kept. */
+ *   one (S512 283-284 vs 283-287 TF/s, S1024 366-370 vs 367-369) and was not kept.
+ *   Pipe 3 (wgmma_d128ppp, cuda/attention_wgmma_persistent.cuh) is the pingpong schedule made
+ *   persistent -- one block per SM walking row blocks, its K/V ring and the next Q running on
+ *   across them -- for calls without a causal mask or a window (others skip it: src/cuda/
+ *   attention.c, persistent_fits). H100, f16, non-causal, against wgmma_d128pp in the same run
+ *   (2026-11-25, bench/ab_attention_configs.py): S512 319-321 vs 280-282 (FA2 273-275), S1024
+ *   396-397 vs 360, S2048 445-450 vs 413, S4096 466-480 vs 431-444, S8192 484-487 vs 435-457,
+ *   S16384 473-477 vs 439-450. At D = 64 the same kernel (two warpgroups, one block per SM)
+ *   lost to wgmma_d64w1b3 (S512 218-221 vs 246, S4096 295-299 vs 333) and was not kept. */
 #define FC_ATTENTION_WGMMA_CONFIGS(X)    \
     X(wgmma_d64w1b3, 64, 128, 1, 0, 3)   \
+    X(wgmma_d128ppp, 128, 128, 2, 3, 1)  \
     X(wgmma_d128pp, 128, 128, 2, 2, 1)   \
     X(wgmma_d128p, 128, 128, 2, 1, 1)    \
     X(wgmma_d128, 128, 128, 2, 0, 1)     \
@@ -114,7 +123,7 @@ typedef struct fc_merge_args {
 /* Dynamic shared memory of a configuration: Q, the ring slots of K + V (16-bit; three with the
  * pingpong schedule, pipe 2, else two), and 1024 bytes of slack for aligning the start to the
  * 1024-byte swizzle atoms. */
-#define FC_ATTENTION_WGMMA_SLOTS(pipe) ((pipe) == 2 ? 3 : 2)
+#define FC_ATTENTION_WGMMA_SLOTS(pipe) ((pipe) >= 2 ? 3 : 2)
 #define FC_ATTENTION_WGMMA_SMEM(pad, keys, wgs, pipe) \
     ((FC_ATTENTION_WGMMA_ROWS_PER_WG * (wgs) + FC_ATTENTION_WGMMA_SLOTS(pipe) * 2 * (keys)) * (pad) * 2 + 1024)
 

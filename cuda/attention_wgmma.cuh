@@ -44,15 +44,14 @@
 
 template <int DT, int DP, int KEYS, int WGS, int PIPE>
 __device__ void attention_wgmma(const fc_attention_args &a) {
-    constexpr int THREADS = 128 * WGS, ROWS = 64 * WGS, NT = KEYS / 8, DT8 = DP / 8, KD = DP / 16;
+    constexpr int THREADS = 128 * WGS, ROWS = 64 * WGS, NT = KEYS / 8, DT8 = DP / 8;
     constexpr unsigned Q_BYTES = ROWS * DP * 2, KV_BYTES = KEYS * DP * 2, SLOT = 2 * KV_BYTES;
     constexpr int STRIDE = DP + 8; /* the epilogue's staging rows, as attention_tc's */
     static_assert(DP % 64 == 0 && (KEYS == 64 || KEYS == 128) && (DP == 64 || DP == 128), "wgmma shapes");
     static_assert(ROWS * STRIDE * 2 <= Q_BYTES + 2 * SLOT, "the staging tile fits the allocation");
     static_assert(PIPE != 2 || WGS == 2, "the pingpong schedule takes turns between two warpgroups");
-    extern __shared__ __align__(1024) unsigned char smem_raw[];
-    const unsigned raw = smem_u32(smem_raw), base = (raw + 1023u) & ~1023u;
-    unsigned char *smem = smem_raw + (base - raw);
+    unsigned base;
+    unsigned char *smem = wgmma_smem(base);
     unsigned char *ring = smem + Q_BYTES;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
     const int wg = threadIdx.x / 128;
@@ -94,23 +93,12 @@ __device__ void attention_wgmma(const fc_attention_args &a) {
                                                    src.v + n0 * src.v_step, src.v_step,
                                                    a.seqlen_k - n0, threadIdx.x);
     };
-    /* S = Q·Kᵀ for this warpgroup's 64 rows and the KEYS keys in `slot`: issued, not waited. */
+    /* S = Q·Kᵀ for this warpgroup's rows and the keys in `slot`; O += P·V with its V. */
     auto issue_scores = [&](float (&s)[NT][4], unsigned slot) {
-#pragma unroll
-        for (int kk = 0; kk < KD; kk++) {
-            const unsigned q_off = (kk % 4) * 32 + (kk / 4) * ROWS * 128;
-            const unsigned k_off = slot * SLOT + (kk % 4) * 32 + (kk / 4) * KEYS * 128;
-            wgmma_ss<DT, KEYS>(s, q_desc + (q_off >> 4), k_desc + (k_off >> 4), kk > 0);
-        }
-        wgmma_commit();
+        wgmma_issue_scores<DT, DP, ROWS, KEYS>(s, q_desc, k_desc, slot * SLOT);
     };
-    /* O += P·V with the V in `slot`: keys [16kk, 16kk + 16) of P are the A operand of slice kk.
-     * Issued, not waited. */
     auto issue_pv = [&](const unsigned (&p)[KEYS / 16][4], unsigned slot) {
-#pragma unroll
-        for (int kk = 0; kk < KEYS / 16; kk++)
-            wgmma_rs_tb<DT, DP>(o, p[kk], v_desc + ((slot * SLOT + kk * 16 * 128) >> 4));
-        wgmma_commit();
+        wgmma_issue_pv<DT, DP, KEYS>(o, p, v_desc, slot * SLOT);
     };
     /* Whether block blk has keys some row of this block may not see. */
     auto is_masked = [&](int64_t blk) {
@@ -134,15 +122,7 @@ __device__ void attention_wgmma(const fc_attention_args &a) {
         __shared__ uint64_t barriers[2 * STAGES + 2]; /* full[3], empty[3], turn[2] */
         const unsigned full = smem_u32(&barriers[0]), empty = smem_u32(&barriers[STAGES]);
         const unsigned turns = smem_u32(&barriers[2 * STAGES]);
-        if (threadIdx.x == 0) {
-#pragma unroll
-            for (int st = 0; st < STAGES; st++) {
-                mbar_init(full + 8 * st, THREADS);
-                mbar_init(empty + 8 * st, THREADS / 32);
-            }
-            mbar_init(turns, 4);
-            mbar_init(turns + 8, 4);
-        }
+        if (threadIdx.x == 0) pingpong_barriers_init<STAGES, THREADS>(full, empty, turns);
         __syncthreads();
         const int64_t last = plan.last_block;
         const int n = (int)(last - plan.first_block + 1);
@@ -160,8 +140,7 @@ __device__ void attention_wgmma(const fc_attention_args &a) {
                 fence_proxy_async_shared(); /* the landed copies, to wgmma's async proxy */
             };
             auto release = [&](int i) { /* this warp's products on stage i are done */
-                __syncwarp();
-                if (lane == 0) mbar_arrive(empty + 8 * (i % STAGES));
+                warp_arrive(empty + 8 * (i % STAGES));
             };
             /* After burst i: stage i + 2 into the slot of stage i - 1, once both have left it. */
             auto refill = [&](int i) {
@@ -172,10 +151,7 @@ __device__ void attention_wgmma(const fc_attention_args &a) {
             /* Burst i waits for phase i of this warpgroup's turn barrier: the other warpgroup's
              * burst i - 1 (warpgroup 0) or i (warpgroup 1) has been issued. */
             auto my_turn = [&](int i) { mbar_wait(turns + 8 * wg, (unsigned)i & 1u); };
-            auto pass_turn = [&]() {
-                __syncwarp();
-                if (lane == 0) mbar_arrive(turns + 8 * (wg ^ 1));
-            };
+            auto pass_turn = [&]() { warp_arrive(turns + 8 * (wg ^ 1)); };
             unsigned p[KEYS / 16][4];
             float s[NT][4], alpha[2];
 

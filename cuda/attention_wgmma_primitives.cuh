@@ -56,6 +56,15 @@ struct sw128_layout {
     template <int ROWS> static FC_DEVICE int offset(int r, int c) { return (int)sw128_offset<ROWS>(r, c); }
 };
 
+/* The dynamic shared memory from its first 1024-byte boundary (the swizzle atoms' alignment;
+ * the host pads the allocation by 1024): the pointer, and its shared address in `base`. */
+FC_DEVICE unsigned char *wgmma_smem(unsigned &base) {
+    extern __shared__ __align__(1024) unsigned char smem_raw[];
+    const unsigned raw = smem_u32(smem_raw);
+    base = (raw + 1023u) & ~1023u;
+    return smem_raw + (base - raw);
+}
+
 /* ---- descriptors and fences ---------------------------------------------------------------- */
 
 /* A 128B-swizzle matrix descriptor for the operand at shared address `start` (base offset 0:
@@ -178,6 +187,56 @@ FC_DEVICE void wgmma_rs_tb(float (&d)[N / 8][4], const unsigned (&x)[4], uint64_
             FC_WGMMA_RS_TB("m64n128k16", "f16", FC_WG_REGS64, FC_WG_ACC64, "64", "65", "66", "67", "68", "69");
         else FC_WGMMA_RS_TB("m64n128k16", "bf16", FC_WG_REGS64, FC_WG_ACC64, "64", "65", "66", "67", "68", "69");
     }
+}
+
+/* ---- the two products of one key block, as the wgmma kernels issue them ------------------ */
+
+/* S = Q·Kᵀ for a warpgroup's 64 rows and the KEYS keys of one ring slot: DP/16 m64n{KEYS}k16
+ * wgmmas, Q (A) and K (B) from shared memory, both K-major, one commit group; issued, not
+ * waited. q_desc: the warpgroup's Q rows; k_desc: slot 0's K; slot_bytes: where the slot
+ * starts, from slot 0. */
+template <int DT, int DP, int ROWS, int KEYS>
+FC_DEVICE void wgmma_issue_scores(float (&s)[KEYS / 8][4], uint64_t q_desc, uint64_t k_desc,
+                                  unsigned slot_bytes) {
+#pragma unroll
+    for (int kk = 0; kk < DP / 16; kk++) {
+        const unsigned q_off = (kk % 4) * 32 + (kk / 4) * ROWS * 128;
+        const unsigned k_off = slot_bytes + (kk % 4) * 32 + (kk / 4) * KEYS * 128;
+        wgmma_ss<DT, KEYS>(s, q_desc + (q_off >> 4), k_desc + (k_off >> 4), kk > 0);
+    }
+    wgmma_commit();
+}
+
+/* O += P·V with the V of one ring slot: keys [16kk, 16kk + 16) of P (registers) are the A
+ * operand of slice kk, V (B) N-major; one commit group, issued, not waited. */
+template <int DT, int DP, int KEYS>
+FC_DEVICE void wgmma_issue_pv(float (&o)[DP / 8][4], const unsigned (&p)[KEYS / 16][4],
+                              uint64_t v_desc, unsigned slot_bytes) {
+#pragma unroll
+    for (int kk = 0; kk < KEYS / 16; kk++)
+        wgmma_rs_tb<DT, DP>(o, p[kk], v_desc + ((slot_bytes + kk * 16 * 128) >> 4));
+    wgmma_commit();
+}
+
+/* The pingpong schedule's barriers, set up by one thread: per ring slot a `full` barrier (one
+ * arrival per thread, made by its copies landing) and an `empty` one (one per warp), and the
+ * two warpgroups' `turn` barriers (one arrival per warp of the other warpgroup). */
+template <int STAGES, int THREADS>
+FC_DEVICE void pingpong_barriers_init(unsigned full, unsigned empty, unsigned turns) {
+#pragma unroll
+    for (int st = 0; st < STAGES; st++) {
+        mbar_init(full + 8 * st, THREADS);
+        mbar_init(empty + 8 * st, THREADS / 32);
+    }
+    mbar_init(turns, 4);
+    mbar_init(turns + 8, 4);
+}
+
+/* One arrival per warp on an mbarrier, once every lane is here (the pingpong schedule counts
+ * warps: turns, released slots, Q done). */
+FC_DEVICE void warp_arrive(unsigned bar) {
+    __syncwarp();
+    if (threadIdx.x % 32 == 0) mbar_arrive(bar);
 }
 
 #undef FC_WGMMA_SS

@@ -1,7 +1,8 @@
 /* The CUDA backend's attention: forward (tensor cores for f16/bf16 with 16-byte aligned rows and
  * head_dim % 8 == 0 -- a decode kernel for at most 16 packed query rows, the prefill kernel
- * otherwise: wgmma on compute capability 9.0, mma.sync elsewhere -- true-f32 SIMT for the rest) with split-KV when the problem has too few blocks
- * to fill the GPU (decode: few queries, long keys), and the merge of partial results. */
+ * otherwise: wgmma on compute capability 9.0 (persistent for unmasked calls at D 65..128),
+ * mma.sync elsewhere -- true-f32 SIMT for the rest) with split-KV when the problem has too few
+ * blocks to fill the GPU (decode: few queries, long keys), and the merge of partial results. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -101,12 +102,12 @@ static flashcl_status merge_splits(fc_cuda_context *ctx, const fc_attention_args
  * fits. */
 static const fc_cuda_attention_kernel *first_fit(const fc_cuda_attention_kernel *set, int count,
                                                  int stride, int64_t head_dim,
-                                                 const char *forced) {
+                                                 const char *forced, int persistent_ok) {
     const fc_cuda_attention_kernel *found = NULL;
     int c;
     for (c = 0; c < count; c++) {
         const fc_cuda_attention_kernel *k = &set[c * stride];
-        if (!k->usable || k->pad < head_dim) continue;
+        if (!k->usable || k->pad < head_dim || (k->persistent && !persistent_ok)) continue;
         if (forced && !strcmp(forced, k->config)) return k;
         if (!found) found = k;
     }
@@ -123,6 +124,17 @@ static int have_wgmma(const fc_cuda_context *ctx) {
         for (dt = 0; dt < 2; dt++)
             if (ctx->kernels.attention_wgmma[c][dt].usable) return 1;
     return 0;
+}
+
+/* Whether the persistent wgmma kernels (cuda/attention_wgmma_persistent.cuh) take this call:
+ * no causal mask and no window (every row block of a split then visits the same key blocks),
+ * and tile, row and key counts that their 32-bit arithmetic holds. Elsewhere a forced persistent
+ * configuration gives way to the first other one of its family that fits. */
+static int persistent_fits(const fc_attention_desc *d, const fc_attention_args *a) {
+    const int64_t limit = (int64_t)1 << 30;
+    return !d->causal && d->window_left < 0 && d->window_right < 0 &&
+           d->seqlen_q * a->group < limit && d->seqlen_k < limit &&
+           d->seqlen_q * a->group * d->batch * d->heads_kv < limit;
 }
 
 /* The forward kernel for this call: tensor cores when the dtype is 16-bit and the rows allow
@@ -148,7 +160,7 @@ static const fc_cuda_attention_kernel *choose_kernel(const fc_cuda_context *ctx,
         if (!force_wgmma && d->seqlen_q * a->group <= FC_ATTENTION_TC_DECODE_ROWS &&
             !fc_env_flag("FLASHCL_CUDA_ATTENTION_NO_DECODE")) {
             kernel = first_fit(&k->attention_tc_decode[0][d->dtype - 1], FC_TC_DECODE_CONFIG_COUNT,
-                               2, d->head_dim, forced);
+                               2, d->head_dim, forced, 0);
             *decode = kernel != NULL;
         }
         if (!kernel &&
@@ -163,15 +175,15 @@ static const fc_cuda_attention_kernel *choose_kernel(const fc_cuda_context *ctx,
                 kernel = short_causal;
             else
                 kernel = first_fit(&k->attention_wgmma[0][d->dtype - 1], FC_WGMMA_CONFIG_COUNT,
-                                   2, d->head_dim, forced);
+                                   2, d->head_dim, forced, persistent_fits(d, a));
         }
         if (!kernel)
             kernel = first_fit(&k->attention_tc[0][d->dtype - 1], FC_TC_CONFIG_COUNT, 2, d->head_dim,
-                               forced);
+                               forced, 0);
     }
     if (!kernel)
         kernel = first_fit(&k->attention_simt[0][d->dtype], FC_SIMT_CONFIG_COUNT, FC_CUDA_DTYPES,
-                           d->head_dim, forced);
+                           d->head_dim, forced, 0);
     return kernel;
 }
 
@@ -262,6 +274,14 @@ flashcl_status fc_cuda_attention_forward(void *opaque, const fc_attention_desc *
         st = fc_cuda_scratch(ctx, rows_total * ((uint64_t)d->head_dim + 1) * 4, &scratch);
         a.o_part = scratch;
         a.lse_part = scratch + rows_total * (uint64_t)d->head_dim * 4;
+    }
+    if (kernel->persistent) {
+        /* At most the blocks the GPU holds at once, which walk all the row blocks; fewer with
+         * FLASHCL_CUDA_ATTENTION_PERSISTENT_BLOCKS=n (tests: many row blocks per block). */
+        uint64_t most = (uint64_t)ctx->sm_count * (uint64_t)kernel->blocks_per_sm;
+        const long forced_blocks = fc_env_long("FLASHCL_CUDA_ATTENTION_PERSISTENT_BLOCKS", 0);
+        if (forced_blocks > 0 && (uint64_t)forced_blocks < most) most = (uint64_t)forced_blocks;
+        if (blocks > most) blocks = most;
     }
     if (st == FLASHCL_SUCCESS)
         st = launch(ctx, kernel->function, blocks, (unsigned)splits, (unsigned)kernel->threads,

@@ -164,6 +164,7 @@ static flashcl_status get_attention_kernel(fc_cuda_context *ctx, fc_cuda_attenti
     k->config = config;
     k->smem_bytes = smem;
     k->pad = pad, k->rows = rows, k->keys = keys, k->threads = threads;
+    k->persistent = 0;
     k->usable = smem <= ctx->info.local_mem_bytes &&
                 fc_cu()->FuncSetAttribute(k->function,
                                           CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
@@ -211,6 +212,7 @@ static flashcl_status get_attention_kernels(fc_cuda_context *ctx) {
         st = get_attention_kernel(ctx, kw, name, #cfg, FC_ATTENTION_WGMMA_SMEM(pad, keys, wgs, pipe), \
                                   pad, FC_ATTENTION_WGMMA_ROWS_PER_WG * (wgs), keys,           \
                                   FC_ATTENTION_WGMMA_WG_THREADS * (wgs));                      \
+        kw->persistent = (pipe) == 3;                                                          \
         if (!(ctx->cc_major == 9 && ctx->cc_minor == 0)) kw->usable = 0;                        \
     }
     FC_ATTENTION_WGMMA_CONFIGS(FC_GET_WGMMA_)

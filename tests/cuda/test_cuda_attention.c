@@ -357,6 +357,47 @@ static void test_tail_order(void **state) {
     unsetenv("FLASHCL_CUDA_ATTENTION_NO_WGMMA");
 }
 
+/* The persistent wgmma kernels (cuda/attention_wgmma_persistent.cuh, unmasked calls) walk
+ * several row blocks per block, their ring of K/V stages and the next Q running on from one row
+ * block into the next: forced to grids of 1, 2, 3 and 7 blocks
+ * (FLASHCL_CUDA_ATTENTION_PERSISTENT_BLOCKS), each block walks many -- with one key block (two
+ * stages a row block) and several, key tails, GQA / MQA packing, rows past the packed ones,
+ * padded head dims, softcap and split-KV partials. A causal call forced onto them must still be
+ * right (they give way to the pingpong kernel there). */
+static void test_persistent_walks(void **state) {
+    static const at_case cases[] = {
+        /* dt, B, Sq, Sk, Hq, Hkv, D, causal, wl, wr, softcap, pad, lse, what, config */
+        {FLASHCL_F16, 3, 400, 150, 4, 2, 128, 0, -1, -1, 0, 0, 1,
+         "persistent d128, GQA, key tail of 22", NULL},
+        {FLASHCL_BF16, 2, 300, 512, 6, 3, 128, 0, -1, -1, 0, 0, 0,
+         "persistent d128, GQA, four whole key blocks, no lse", NULL},
+        {FLASHCL_F16, 4, 100, 100, 2, 2, 64, 0, -1, -1, 0, 0, 1,
+         "persistent D 64 (pad 128), one key block a row block", NULL},
+        {FLASHCL_BF16, 2, 257, 700, 4, 1, 48, 0, -1, -1, 20.0f, 0, 1,
+         "persistent D 48 (pad 128), MQA, softcap", NULL},
+        {FLASHCL_F16, 1, 40, 3000, 4, 2, 128, 0, -1, -1, 0, 0, 1,
+         "persistent d128, split-KV", NULL},
+        {FLASHCL_BF16, 2, 150, 300, 4, 2, 96, 1, -1, -1, 0, 0, 1,
+         "causal, forced persistent: the pingpong kernel instead", NULL},
+    };
+    static const char *const grids[] = {"1", "2", "3", "7"};
+    (void)state;
+    if (!g_have_wgmma) {
+        printf("SKIP: persistent wgmma cases: %s\n", g_no_wgmma_reason);
+        return;
+    }
+    for (size_t gi = 0; gi < sizeof grids / sizeof grids[0]; gi++) {
+        setenv("FLASHCL_CUDA_ATTENTION_PERSISTENT_BLOCKS", grids[gi], 1);
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            setenv("FLASHCL_CUDA_ATTENTION_CONFIG", "wgmma_d128ppp", 1);
+            printf("wgmma_d128ppp: %s, %s blocks\n", cases[i].what, grids[gi]);
+            run_case(&cases[i], 0);
+        }
+    }
+    unsetenv("FLASHCL_CUDA_ATTENTION_PERSISTENT_BLOCKS");
+    unsetenv("FLASHCL_CUDA_ATTENTION_CONFIG");
+}
+
 static void test_merge_of_halves(void **state) {
     static const at_case cases[] = {
         {FLASHCL_F16, 1, 5, 300, 4, 2, 64, 0, -1, -1, 0, 0, 1, "merge f16", NULL},
@@ -371,6 +412,7 @@ int main(void) {
         cmocka_unit_test(test_forward_paths_all),
         cmocka_unit_test(test_wgmma_paths),
         cmocka_unit_test(test_tail_order),
+        cmocka_unit_test(test_persistent_walks),
         cmocka_unit_test(test_merge_of_halves),
     };
     flashcl_context_options o = {FLASHCL_BACKEND_CUDA, -1, NULL, ""};

@@ -1,0 +1,292 @@
+/* The pingpong wgmma schedule of attention_wgmma.cuh (PIPE = 2) made persistent, for calls
+ * without a causal mask or a window: a grid of at most one block per SM, each block walking
+ * its share of the row blocks ("tiles": tile x, then x + gridDim.x, ...) instead of one block
+ * per tile. What it buys is the seam between two tiles: with a block per tile, every tile
+ * begins by waiting for its Q and first K/V copies and ends with both warpgroups idle while the
+ * last P·V and the epilogue run, with nothing to overlap them but another block, which the
+ * ring's shared memory leaves no room for. Here the ring does not stop at the end of a tile: its
+ * stages run on into the next tile's, so K and V of the next tile stream in during the last
+ * bursts of this one, and the next tile's Q is copied while this one's last P·V and epilogue
+ * run.
+ *
+ * Without a mask every tile of a block visits the same key blocks (those of the block's split,
+ * blockIdx.y), n of them, so the block's schedule is regular: stages, bursts and turns are those
+ * of the pingpong schedule (see attention_wgmma.cuh) counted across tiles, tile k of the block
+ * owning global stages k (n + 1) .. k (n + 1) + n. Stage i of a tile holds K(last - i) (i < n)
+ * and V(last - i + 1) (i >= 1); burst i issues S of block last - i and P·V of block last - i + 1.
+ * Global stage G lives in ring slot G % 3 and completes phase G / 3 of the slot's `full` and
+ * `empty` barriers; the two warpgroups' turns alternate on through the tiles. Each thread copies
+ * its share of every stage in order, through a cursor that steps from one tile to the next,
+ * after burst G - 2 and once both warpgroups have released stage G - 3's slot. Q has one buffer:
+ * the next tile's Q is copied once every warp has finished its last S = Q·Kᵀ of this tile
+ * (`q_empty`, one arrival a warp) and is announced on `q_full` when it lands. The epilogue
+ * stores o and lse straight from registers: the ring and Q stay in use.
+ *
+ * The tile arithmetic is 32-bit (the host takes this kernel only where tiles, packed rows and
+ * keys fit in int): the per-tile code runs once every few microseconds, out of a cold
+ * instruction cache, and 64-bit divisions made it long enough to stall the warps (ncu:
+ * no-instruction stalls). */
+#pragma once
+
+#include "attention_wgmma_primitives.cuh"
+
+/* Where tile x of an unmasked call lies: its first packed row and its (batch, kv head). */
+struct persistent_tile {
+    int r0, b, kv_head;
+};
+
+FC_DEVICE persistent_tile persistent_tile_at(const fc_attention_args &a, int rows, int x) {
+    const int row_blocks = ((int)(a.seqlen_q * a.group) + rows - 1) / rows;
+    const int pairs = (int)(a.batch * a.heads_kv), tail = (int)a.tail_heads;
+    const int in_order = pairs - tail;
+    int bh, from_last;
+    if (x < in_order * row_blocks) { /* block_position_of's order, in int */
+        bh = x / row_blocks;
+        from_last = x - bh * row_blocks;
+    } else {
+        const int u = x - in_order * row_blocks;
+        from_last = u / tail;
+        bh = in_order + (u - from_last * tail);
+    }
+    persistent_tile t;
+    t.r0 = (row_blocks - 1 - from_last) * rows;
+    t.b = bh / (int)a.heads_kv;
+    t.kv_head = bh - t.b * (int)a.heads_kv;
+    return t;
+}
+
+template <int DT, int DP, int KEYS>
+__device__ void attention_wgmma_persistent(const fc_attention_args &a) {
+    constexpr int WGS = 2, THREADS = 128 * WGS, ROWS = 64 * WGS, NT = KEYS / 8, DT8 = DP / 8;
+    constexpr int STAGES = 3, CHUNKS = DP / 8;
+    constexpr unsigned Q_BYTES = ROWS * DP * 2, KV_BYTES = KEYS * DP * 2, SLOT = 2 * KV_BYTES;
+    static_assert(DP % 64 == 0 && KEYS == 128 && (DP == 64 || DP == 128), "wgmma shapes");
+    unsigned base;
+    unsigned char *smem = wgmma_smem(base);
+    unsigned char *ring = smem + Q_BYTES;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+    const int wg = threadIdx.x / 128;
+    const int packed = (int)(a.seqlen_q * a.group), group = a.group;
+    const int tiles = (packed + ROWS - 1) / ROWS * (int)(a.batch * a.heads_kv);
+
+    /* This block's split of the keys: the same key blocks for every tile (no mask). */
+    const block_keys plan = plan_keys(a, 0, ROWS, KEYS);
+    const int last = (int)plan.last_block, n = (int)(plan.last_block - plan.first_block + 1);
+    const bool tail_masked = (int64_t)last * KEYS + KEYS - 1 > plan.all_hi; /* a key tail */
+
+    /* full[3], empty[3], turn[2], q_full, q_empty */
+    __shared__ uint64_t barriers[2 * STAGES + 4];
+    const unsigned full = smem_u32(&barriers[0]), empty = smem_u32(&barriers[STAGES]);
+    const unsigned turns = smem_u32(&barriers[2 * STAGES]);
+    const unsigned q_full = smem_u32(&barriers[2 * STAGES + 2]);
+    const unsigned q_empty = smem_u32(&barriers[2 * STAGES + 3]);
+    if (threadIdx.x == 0) {
+        pingpong_barriers_init<STAGES, THREADS>(full, empty, turns);
+        mbar_init(q_full, THREADS);
+        mbar_init(q_empty, THREADS / 32);
+    }
+    __syncthreads();
+    if (n <= 0 || (int)blockIdx.x >= tiles) return; /* (the host launches neither) */
+
+    float o[DT8][4], m[2], l[2];
+    const uint64_t q_desc = wgmma_desc(base + wg * 64 * 128, 16, 1024);
+    const uint64_t k_desc = wgmma_desc(base + Q_BYTES, 16, 1024);
+    const uint64_t v_desc = wgmma_desc(base + Q_BYTES + KV_BYTES, KEYS * 128, 1024);
+
+    /* This thread's copies of tile x's Q, announced on q_full when they land. The thread index
+     * is read afresh: otherwise the compiler keeps this thread's chunk offsets live through
+     * every tile's bursts, and spills them. */
+    auto load_q = [&](int x) {
+        const persistent_tile tile = persistent_tile_at(a, ROWS, x);
+        unsigned tid;
+        asm volatile("mov.u32 %0, %%tid.x;\n" : "=r"(tid));
+        const char *q = reinterpret_cast<const char *>(a.q) +
+                        ((int64_t)tile.b * a.q_strides[0] + (int64_t)tile.kv_head * group * a.q_strides[2]) * 2;
+#pragma unroll
+        for (int it = 0; it < ROWS * CHUNKS / THREADS; it++) {
+            const int idx = it * THREADS + (int)tid, r = idx / CHUNKS, c = idx % CHUNKS;
+            const int R = tile.r0 + r, i = R / group, h = R - i * group;
+            const bool ok = R < packed && c * 8 < a.head_dim;
+            const char *src = q + ((int64_t)i * a.q_strides[1] + (int64_t)h * a.q_strides[2]) * 2 + c * 16;
+            cp_async16(smem + sw128_offset<ROWS>(r, c), ok ? src : reinterpret_cast<const char *>(a.q), ok);
+        }
+        cp_async_mbar_arrive(q_full);
+        cp_async_commit();
+    };
+
+    /* The copy cursor: the tile whose stage fill_j is the next to copy, where its K and V rows
+     * start, and `filled`, the stages copied so far (the next one's global index). */
+    int fill_x = blockIdx.x, fill_j = 0, filled = 0;
+    const char *fill_k, *fill_v;
+    auto aim = [&]() { /* the cursor's K and V sources, for fill_x */
+        const persistent_tile tile = persistent_tile_at(a, ROWS, fill_x);
+        const kv_sources src = kv_sources_of(a, tile.b, tile.kv_head);
+        fill_k = src.k, fill_v = src.v;
+    };
+    aim();
+    /* This thread's copies of the cursor's stage, announced on its slot's `full` barrier; then
+     * the cursor steps on (to the next tile after a tile's last stage). */
+    auto fill_next = [&]() {
+        const unsigned slot = (unsigned)(filled % STAGES);
+        const int64_t k_step = a.k_strides[1] * 2, v_step = a.v_strides[1] * 2;
+        if (fill_j < n) {
+            const int64_t n0 = (int64_t)(last - fill_j) * KEYS;
+            load_rows<KEYS, DP, THREADS, sw128_layout>(ring + slot * SLOT, (int)a.head_dim,
+                                                       fill_k + n0 * k_step, k_step,
+                                                       a.seqlen_k - n0, threadIdx.x);
+        }
+        if (fill_j >= 1) {
+            const int64_t n0 = (int64_t)(last - fill_j + 1) * KEYS;
+            load_rows<KEYS, DP, THREADS, sw128_layout>(ring + slot * SLOT + KV_BYTES,
+                                                       (int)a.head_dim, fill_v + n0 * v_step,
+                                                       v_step, a.seqlen_k - n0, threadIdx.x);
+        }
+        cp_async_mbar_arrive(full + 8 * slot);
+        cp_async_commit();
+        filled++;
+        if (++fill_j > n) {
+            fill_j = 0;
+            fill_x += gridDim.x;
+            if (fill_x < tiles) aim();
+        }
+    };
+    auto slot_of = [&](int G) { return (unsigned)(G % STAGES); };
+    auto wait_full = [&](int G) {
+        mbar_wait(full + 8 * slot_of(G), (unsigned)(G / STAGES) & 1u);
+        fence_proxy_async_shared(); /* the landed copies, to wgmma's async proxy */
+    };
+    auto release = [&](int G) { warp_arrive(empty + 8 * slot_of(G)); }; /* its products done */
+    /* After burst G: stage G + 2 (if any tile is left) into the slot of stage G - 1, once both
+     * warpgroups have left it. */
+    auto refill = [&]() {
+        if (fill_x >= tiles) return;
+        if (filled >= STAGES) {
+            const int old = filled - STAGES;
+            mbar_wait(empty + 8 * slot_of(old), (unsigned)(old / STAGES) & 1u);
+        }
+        fill_next();
+    };
+    /* Burst G waits for phase G of this warpgroup's turn barrier (see attention_wgmma.cuh). */
+    auto my_turn = [&](int G) { mbar_wait(turns + 8 * wg, (unsigned)G & 1u); };
+    auto pass_turn = [&]() { warp_arrive(turns + 8 * (wg ^ 1)); };
+    /* This warp's last S of the tile is done: Q may be overwritten. */
+    auto q_done = [&]() { warp_arrive(q_empty); };
+    auto issue_scores = [&](float (&s)[NT][4], unsigned slot) {
+        wgmma_issue_scores<DT, DP, ROWS, KEYS>(s, q_desc, k_desc, slot * SLOT);
+    };
+    auto issue_pv = [&](const unsigned (&p)[KEYS / 16][4], unsigned slot) {
+        wgmma_issue_pv<DT, DP, KEYS>(o, p, v_desc, slot * SLOT);
+    };
+    /* o and lse of this warp's 16 rows of tile x, normalised, straight from registers. */
+    auto store_rows = [&](int x) {
+        const persistent_tile tile = persistent_tile_at(a, ROWS, x);
+        char *o_base = reinterpret_cast<char *>(a.o);
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            l[h] = row_group_sum(l[h]);
+            const float inv = row_normaliser(l[h]);
+            const int R = tile.r0 + warp * 16 + g + 8 * h, i = R / group;
+            const int qh = tile.kv_head * group + (R - i * group);
+            if (R >= packed) continue;
+            if (a.splits > 1) {
+                float *p = reinterpret_cast<float *>(a.o_part) +
+                           ((((int64_t)blockIdx.y * a.batch + tile.b) * a.heads_q + qh) * a.seqlen_q + i) * a.head_dim;
+#pragma unroll
+                for (int j = 0; j < DT8; j++) {
+                    const int d = j * 8 + 2 * t;
+                    if (d < a.head_dim)
+                        *reinterpret_cast<float2 *>(p + d) = make_float2(o[j][2 * h] * inv, o[j][2 * h + 1] * inv);
+                }
+            } else {
+                char *p = o_base + ((int64_t)tile.b * a.o_strides[0] + (int64_t)i * a.o_strides[1] +
+                                    (int64_t)qh * a.o_strides[2]) * 2;
+#pragma unroll
+                for (int j = 0; j < DT8; j++) {
+                    const int d = j * 8 + 2 * t;
+                    if (d < a.head_dim)
+                        *reinterpret_cast<unsigned *>(p + d * 2) = pack_pair<DT>(o[j][2 * h] * inv, o[j][2 * h + 1] * inv);
+                }
+            }
+            if (t == 0) store_lse(a, tile.b, i, qh, m[h], l[h]);
+        }
+    };
+
+    /* Prologue: the first tile's Q and stages 0 and 1 (a tile has n + 1 >= 2). */
+    load_q(blockIdx.x);
+    fill_next();
+    fill_next();
+    if (wg == 1) pass_turn(); /* warpgroup 0 issues first */
+
+    unsigned p[KEYS / 16][4];
+    float s[NT][4], alpha[2];
+    int G = 0;            /* the global index of this tile's stage 0 */
+    unsigned q_phase = 0; /* tiles whose Q has been used */
+    for (int x = blockIdx.x; x < tiles; x += gridDim.x) {
+#pragma unroll
+        for (int j = 0; j < DT8; j++) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
+        m[0] = m[1] = -INFINITY;
+        l[0] = l[1] = 0.0f;
+        const int64_t w0 = 0; /* unused: the only masked block is the key tail */
+        mbar_wait(q_full, q_phase & 1u);
+        fence_proxy_async_shared();
+
+        /* Burst 0: S(last) alone (o is zero: nothing to rescale). */
+        wait_full(G);
+        my_turn(G);
+        wgmma_fence();
+        issue_scores(s, slot_of(G));
+        pass_turn();
+        wgmma_wait<0>();
+        wgmma_fence_operands(s);
+        if (n == 1) q_done();
+        release(G);
+        online_softmax_scores(a, s, m, l, alpha, tail_masked, w0, (int64_t)last * KEYS, g, t);
+#pragma unroll
+        for (int kk = 0; kk < KEYS / 16; kk++) probabilities_as_a<DT>(p[kk], s, kk);
+        refill();
+
+        for (int i = 1; i < n; i++) {
+            const int blk = last - i, Gi = G + i; /* S of blk, P·V of blk + 1 */
+            wait_full(Gi);
+            my_turn(Gi);
+            wgmma_fence();
+            issue_scores(s, slot_of(Gi));
+            issue_pv(p, slot_of(Gi));
+            pass_turn();
+            wgmma_wait<1>(); /* S(blk); P·V may still run */
+            wgmma_fence_operands(s);
+            if (i == n - 1) q_done();
+            online_softmax_scores(a, s, m, l, alpha, false, w0, (int64_t)blk * KEYS, g, t);
+            wgmma_wait<0>();
+            wgmma_fence_operands(o);
+            wgmma_fence_operands(p);
+            release(Gi);
+            rescale_o(o, alpha);
+#pragma unroll
+            for (int kk = 0; kk < KEYS / 16; kk++) probabilities_as_a<DT>(p[kk], s, kk);
+            refill();
+        }
+
+        /* Burst n: P·V of the first block alone (peeled: no wgmma under a branch). */
+        const int Gn = G + n;
+        wait_full(Gn);
+        my_turn(Gn);
+        wgmma_fence();
+        issue_pv(p, slot_of(Gn));
+        pass_turn();
+        wgmma_wait<0>();
+        wgmma_fence_operands(o);
+        wgmma_fence_operands(p);
+        release(Gn);
+        refill();
+        G = Gn + 1;
+
+        /* The next tile's Q, once every warp is past its last S of this one. */
+        if (x + (int)gridDim.x < tiles) {
+            mbar_wait(q_empty, q_phase & 1u);
+            load_q(x + gridDim.x);
+        }
+        q_phase++;
+        store_rows(x);
+    }
+}
