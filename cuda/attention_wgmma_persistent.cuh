@@ -25,7 +25,15 @@
  * The tile arithmetic is 32-bit (the host takes this kernel only where tiles, packed rows and
  * keys fit in int): the per-tile code runs once every few microseconds, out of a cold
  * instruction cache, and 64-bit divisions made it long enough to stall the warps (ncu:
- * no-instruction stalls). */
+ * no-instruction stalls).
+ *
+ * Causal calls stay with a block per row block: extended to them (Sq <= Sk, one split) with a
+ * static snake order of tiles and a key plan per tile, this kernel gained at S512 / S1024 (H100
+ * f16 D128: 179 vs 170, 259 vs 255 TF/s) but lost from S2048 on (S4096 365 vs 407, S16384 317
+ * vs 487: the hardware's dynamic block order balances the uneven row blocks, a static one does
+ * not) and slowed the unmasked calls (S8192 449 vs 484-491): not kept (2026-11-25,
+ * bench/results/2026-11-25-h100-s9-persistent-causal-dropped.txt). A dynamic tile queue would
+ * be the way there. */
 #pragma once
 
 #include "attention_wgmma_primitives.cuh"
