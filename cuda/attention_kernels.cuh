@@ -24,11 +24,12 @@ FC_ATTENTION_TC_CONFIGS(FC_ATTENTION_TC_KERNEL)
  * compute capability 9.0, whose driver loads that cubin. One block per SM: the ring takes most
  * of the shared memory and the two warpgroups all of the registers they want. */
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-/* PIPE 3 is the persistent pingpong kernel (cuda/attention_wgmma_persistent.cuh: two
- * warpgroups, 128-key blocks), the others attention_wgmma. */
+/* PIPE 3 and 4 are the persistent pingpong kernel (cuda/attention_wgmma_persistent.cuh: two
+ * warpgroups, 128-key blocks; unmasked calls, and causal ones), the others attention_wgmma. */
 template <int DT, int DP, int KEYS, int WGS, int PIPE>
 __device__ void attention_wgmma_config(const fc_attention_args &a) {
-    if constexpr (PIPE == 3) attention_wgmma_persistent<DT, DP, KEYS>(a);
+    if constexpr (PIPE == 3) attention_wgmma_persistent<DT, DP, KEYS, false>(a);
+    else if constexpr (PIPE == 4) attention_wgmma_persistent<DT, DP, KEYS, true>(a);
     else attention_wgmma<DT, DP, KEYS, WGS, PIPE>(a);
 }
 #define FC_ATTENTION_WGMMA_BODY(DT, DP, KEYS, WGS, PIPE) attention_wgmma_config<DT, DP, KEYS, WGS, PIPE>(a);

@@ -110,10 +110,13 @@ typedef struct fc_merge_args {
  *   (2026-11-25, bench/ab_attention_configs.py): S512 319-321 vs 280-282 (FA2 273-275), S1024
  *   396-397 vs 360, S2048 445-450 vs 413, S4096 466-480 vs 431-444, S8192 484-487 vs 435-457,
  *   S16384 473-477 vs 439-450. At D = 64 the same kernel (two warpgroups, one block per SM)
- *   lost to wgmma_d64w1b3 (S512 218-221 vs 246, S4096 295-299 vs 333) and was not kept. */
+ *   lost to wgmma_d64w1b3 (S512 218-221 vs 246, S4096 295-299 vs 333) and was not kept. Pipe 4
+ *   (wgmma_d128pppc) is its causal instantiation (per-tile key blocks, a snake order of tiles),
+ *   taken for causal calls with Sq <= Sk <= 1024 and one split (persistent_kinds). */
 #define FC_ATTENTION_WGMMA_CONFIGS(X)    \
     X(wgmma_d64w1b3, 64, 128, 1, 0, 3)   \
     X(wgmma_d128ppp, 128, 128, 2, 3, 1)  \
+    X(wgmma_d128pppc, 128, 128, 2, 4, 1) \
     X(wgmma_d128pp, 128, 128, 2, 2, 1)   \
     X(wgmma_d128p, 128, 128, 2, 1, 1)    \
     X(wgmma_d128, 128, 128, 2, 0, 1)     \

@@ -1,7 +1,6 @@
 /* The pingpong wgmma schedule of attention_wgmma.cuh (PIPE = 2) made persistent, for calls
- * without a causal mask or a window: a grid of at most one block per SM, each block walking
- * its share of the row blocks ("tiles": tile x, then x + gridDim.x, ...) instead of one block
- * per tile. What it buys is the seam between two tiles: with a block per tile, every tile
+ * without a window: a grid of at most one block per SM, each block walking its share of the
+ * row blocks ("tiles": tile x, then x + gridDim.x, ...) instead of one block per tile. What it buys is the seam between two tiles: with a block per tile, every tile
  * begins by waiting for its Q and first K/V copies and ends with both warpgroups idle while the
  * last P·V and the epilogue run, with nothing to overlap them but another block, which the
  * ring's shared memory leaves no room for. Here the ring does not stop at the end of a tile: its
@@ -10,9 +9,9 @@
  * run.
  *
  * Without a mask every tile of a block visits the same key blocks (those of the block's split,
- * blockIdx.y), n of them, so the block's schedule is regular: stages, bursts and turns are those
- * of the pingpong schedule (see attention_wgmma.cuh) counted across tiles, tile k of the block
- * owning global stages k (n + 1) .. k (n + 1) + n. Stage i of a tile holds K(last - i) (i < n)
+ * blockIdx.y), n of them (CAUSAL: see below), and stages, bursts and turns are those of the
+ * pingpong schedule (see attention_wgmma.cuh) counted across tiles: a tile of n key blocks owns
+ * n + 1 consecutive global stages. Stage i of a tile holds K(last - i) (i < n)
  * and V(last - i + 1) (i >= 1); burst i issues S of block last - i and P·V of block last - i + 1.
  * Global stage G lives in ring slot G % 3 and completes phase G / 3 of the slot's `full` and
  * `empty` barriers; the two warpgroups' turns alternate on through the tiles. Each thread copies
@@ -27,18 +26,20 @@
  * instruction cache, and 64-bit divisions made it long enough to stall the warps (ncu:
  * no-instruction stalls).
  *
- * Causal calls stay with a block per row block: extended to them (Sq <= Sk, one split) with a
- * static snake order of tiles and a key plan per tile, this kernel gained at S512 / S1024 (H100
- * f16 D128: 179 vs 170, 259 vs 255 TF/s) but lost from S2048 on (S4096 365 vs 407, S16384 317
- * vs 487: the hardware's dynamic block order balances the uneven row blocks, a static one does
- * not) and slowed the unmasked calls (S8192 449 vs 484-491): not kept (2026-11-25,
- * bench/results/2026-11-25-h100-s9-persistent-causal-dropped.txt). A dynamic tile queue would
- * be the way there. */
+ * CAUSAL (wgmma_d128pppc; Sq <= Sk, one split, so every tile has n >= 1): each tile visits its
+ * own key blocks (persistent_keys_of), and tiles go to blocks in a snake order
+ * (persistent_tile_index), which balances a pair's heavy-to-light row blocks over rounds. That
+ * static order still balances worse than the hardware's dynamic block order once the row blocks
+ * of a pair differ a lot: the host takes it for causal rows of at most 1024 keys (H100 f16 D128,
+ * TF/s vs wgmma_d128pp: S512 179 vs 170, S1024 259 vs 255, S4096 365 vs 407, S16384 317 vs 487;
+ * bench/results/2026-11-25-h100-s9-persistent-causal-dropped.txt, where the same code also ran
+ * the unmasked calls too, slower than the unmasked instantiation here). A dynamic tile queue would
+ * be the way to longer causal rows. */
 #pragma once
 
 #include "attention_wgmma_primitives.cuh"
 
-/* Where tile x of an unmasked call lies: its first packed row and its (batch, kv head). */
+/* Where tile x lies: its first packed row and its (batch, kv head). */
 struct persistent_tile {
     int r0, b, kv_head;
 };
@@ -63,7 +64,38 @@ FC_DEVICE persistent_tile persistent_tile_at(const fc_attention_args &a, int row
     return t;
 }
 
-template <int DT, int DP, int KEYS>
+/* The k-th tile of this block. CAUSAL: rounds of gridDim.x tiles walked forward in even rounds
+ * and backward in odd ones ("snake"), so that where a pair's row blocks come heaviest first, a
+ * block that took a heavy tile in one round takes a light one in the next; else in order. */
+template <bool CAUSAL> FC_DEVICE int persistent_tile_index(int k) {
+    const int grid = (int)gridDim.x, c = (int)blockIdx.x;
+    return k * grid + (CAUSAL && (k & 1) ? grid - 1 - c : c);
+}
+
+/* The key blocks tile rows [r0, r0 + rows) visit in this block's split (plan_keys for the calls
+ * this kernel takes: no window; causal only with Sq <= Sk and one split, so n >= 1) and the last
+ * key all of its rows see (a key block past it needs the mask). */
+struct persistent_keys {
+    int last, n, all_hi;
+};
+
+FC_DEVICE persistent_keys persistent_keys_of(const fc_attention_args &a, int r0, int rows, int keys) {
+    const int packed = (int)(a.seqlen_q * a.group), sk = (int)a.seqlen_k, sq = (int)a.seqlen_q;
+    const int split_lo = (int)blockIdx.y * (int)a.keys_per_split;
+    const int split_hi = min(split_lo + (int)a.keys_per_split, sk) - 1;
+    int hi = split_hi, first_hi = sk - 1;
+    if (a.causal) {
+        hi = min(hi, (min(r0 + rows, packed) - 1) / a.group + sk - sq);
+        first_hi = min(first_hi, r0 / a.group + sk - sq);
+    }
+    persistent_keys k;
+    k.last = hi / keys;
+    k.n = k.last - split_lo / keys + 1;
+    k.all_hi = first_hi;
+    return k;
+}
+
+template <int DT, int DP, int KEYS, bool CAUSAL>
 __device__ void attention_wgmma_persistent(const fc_attention_args &a) {
     constexpr int WGS = 2, THREADS = 128 * WGS, ROWS = 64 * WGS, NT = KEYS / 8, DT8 = DP / 8;
     constexpr int STAGES = 3, CHUNKS = DP / 8;
@@ -77,10 +109,11 @@ __device__ void attention_wgmma_persistent(const fc_attention_args &a) {
     const int packed = (int)(a.seqlen_q * a.group), group = a.group;
     const int tiles = (packed + ROWS - 1) / ROWS * (int)(a.batch * a.heads_kv);
 
-    /* This block's split of the keys: the same key blocks for every tile (no mask). */
-    const block_keys plan = plan_keys(a, 0, ROWS, KEYS);
-    const int last = (int)plan.last_block, n = (int)(plan.last_block - plan.first_block + 1);
-    const bool tail_masked = (int64_t)last * KEYS + KEYS - 1 > plan.all_hi; /* a key tail */
+    /* Unmasked: every tile visits this split's key blocks (CAUSAL: each its own, found per tile
+     * by persistent_keys_of). */
+    const persistent_keys split = persistent_keys_of(a, 0, ROWS, KEYS);
+    const int split_last = CAUSAL ? 0 : split.last, split_n = CAUSAL ? 1 : split.n;
+    const bool tail_masked = split_last * KEYS + KEYS - 1 > split.all_hi; /* a key tail */
 
     /* full[3], empty[3], turn[2], q_full, q_empty */
     __shared__ uint64_t barriers[2 * STAGES + 4];
@@ -94,7 +127,7 @@ __device__ void attention_wgmma_persistent(const fc_attention_args &a) {
         mbar_init(q_empty, THREADS / 32);
     }
     __syncthreads();
-    if (n <= 0 || (int)blockIdx.x >= tiles) return; /* (the host launches neither) */
+    if (split_n <= 0 || (int)blockIdx.x >= tiles) return; /* (the host launches neither) */
 
     float o[DT8][4], m[2], l[2];
     const uint64_t q_desc = wgmma_desc(base + wg * 64 * 128, 16, 1024);
@@ -124,11 +157,17 @@ __device__ void attention_wgmma_persistent(const fc_attention_args &a) {
 
     /* The copy cursor: the tile whose stage fill_j is the next to copy, where its K and V rows
      * start, and `filled`, the stages copied so far (the next one's global index). */
-    int fill_x = blockIdx.x, fill_j = 0, filled = 0;
+    int fill_k_index = 0, fill_j = 0, filled = 0; /* the cursor's tile: the block's k-th */
+    auto fill_x = [&]() { return persistent_tile_index<CAUSAL>(fill_k_index); };
+    int fill_last = split_last, fill_n = split_n;
     const char *fill_k, *fill_v;
-    auto aim = [&]() { /* the cursor's K and V sources, for fill_x */
-        const persistent_tile tile = persistent_tile_at(a, ROWS, fill_x);
+    auto aim = [&]() { /* the cursor's K and V sources (and key blocks) */
+        const persistent_tile tile = persistent_tile_at(a, ROWS, fill_x());
         const kv_sources src = kv_sources_of(a, tile.b, tile.kv_head);
+        if constexpr (CAUSAL) {
+            const persistent_keys keys = persistent_keys_of(a, tile.r0, ROWS, KEYS);
+            fill_last = keys.last, fill_n = keys.n;
+        }
         fill_k = src.k, fill_v = src.v;
     };
     aim();
@@ -137,14 +176,14 @@ __device__ void attention_wgmma_persistent(const fc_attention_args &a) {
     auto fill_next = [&]() {
         const unsigned slot = (unsigned)(filled % STAGES);
         const int64_t k_step = a.k_strides[1] * 2, v_step = a.v_strides[1] * 2;
-        if (fill_j < n) {
-            const int64_t n0 = (int64_t)(last - fill_j) * KEYS;
+        if (fill_j < fill_n) {
+            const int64_t n0 = (int64_t)(fill_last - fill_j) * KEYS;
             load_rows<KEYS, DP, THREADS, sw128_layout>(ring + slot * SLOT, (int)a.head_dim,
                                                        fill_k + n0 * k_step, k_step,
                                                        a.seqlen_k - n0, threadIdx.x);
         }
         if (fill_j >= 1) {
-            const int64_t n0 = (int64_t)(last - fill_j + 1) * KEYS;
+            const int64_t n0 = (int64_t)(fill_last - fill_j + 1) * KEYS;
             load_rows<KEYS, DP, THREADS, sw128_layout>(ring + slot * SLOT + KV_BYTES,
                                                        (int)a.head_dim, fill_v + n0 * v_step,
                                                        v_step, a.seqlen_k - n0, threadIdx.x);
@@ -152,10 +191,10 @@ __device__ void attention_wgmma_persistent(const fc_attention_args &a) {
         cp_async_mbar_arrive(full + 8 * slot);
         cp_async_commit();
         filled++;
-        if (++fill_j > n) {
+        if (++fill_j > fill_n) {
             fill_j = 0;
-            fill_x += gridDim.x;
-            if (fill_x < tiles) aim();
+            fill_k_index++;
+            if (fill_x() < tiles) aim();
         }
     };
     auto slot_of = [&](int G) { return (unsigned)(G % STAGES); };
@@ -167,7 +206,7 @@ __device__ void attention_wgmma_persistent(const fc_attention_args &a) {
     /* After burst G: stage G + 2 (if any tile is left) into the slot of stage G - 1, once both
      * warpgroups have left it. */
     auto refill = [&]() {
-        if (fill_x >= tiles) return;
+        if (fill_x() >= tiles) return;
         if (filled >= STAGES) {
             const int old = filled - STAGES;
             mbar_wait(empty + 8 * slot_of(old), (unsigned)(old / STAGES) & 1u);
@@ -220,7 +259,7 @@ __device__ void attention_wgmma_persistent(const fc_attention_args &a) {
     };
 
     /* Prologue: the first tile's Q and stages 0 and 1 (a tile has n + 1 >= 2). */
-    load_q(blockIdx.x);
+    load_q(fill_x());
     fill_next();
     fill_next();
     if (wg == 1) pass_turn(); /* warpgroup 0 issues first */
@@ -228,14 +267,31 @@ __device__ void attention_wgmma_persistent(const fc_attention_args &a) {
     unsigned p[KEYS / 16][4];
     float s[NT][4], alpha[2];
     int G = 0;            /* the global index of this tile's stage 0 */
-    unsigned q_phase = 0; /* tiles whose Q has been used */
-    for (int x = blockIdx.x; x < tiles; x += gridDim.x) {
+    for (int k = 0, x = persistent_tile_index<CAUSAL>(0); x < tiles;
+         x = persistent_tile_index<CAUSAL>(++k)) {
 #pragma unroll
         for (int j = 0; j < DT8; j++) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
         m[0] = m[1] = -INFINITY;
         l[0] = l[1] = 0.0f;
-        const int64_t w0 = 0; /* unused: the only masked block is the key tail */
-        mbar_wait(q_full, q_phase & 1u);
+        int n = split_n, last = split_last;
+        if constexpr (CAUSAL) {
+            const persistent_keys keys =
+                persistent_keys_of(a, persistent_tile_at(a, ROWS, x).r0, ROWS, KEYS);
+            n = keys.n, last = keys.last;
+        }
+        /* Whether key block blk has keys some row of the tile may not see: unmasked, the key
+         * tail alone (the first block walked); CAUSAL, also the diagonal ones, which are among
+         * the first two walked (recomputed where asked: registers are scarce). */
+        auto masked = [&](int blk) {
+            if constexpr (!CAUSAL) return blk == split_last && tail_masked;
+            const int r0 = persistent_tile_at(a, ROWS, x).r0;
+            return blk * KEYS + KEYS - 1 > persistent_keys_of(a, r0, ROWS, KEYS).all_hi;
+        };
+        auto warp_row = [&]() { /* this warp's first packed row (the mask's rows) */
+            if constexpr (!CAUSAL) return (int64_t)0; /* unused: no row-dependent mask */
+            return (int64_t)persistent_tile_at(a, ROWS, x).r0 + warp * 16;
+        };
+        mbar_wait(q_full, (unsigned)k & 1u); /* tile k's Q: phase k of q_full */
         fence_proxy_async_shared();
 
         /* Burst 0: S(last) alone (o is zero: nothing to rescale). */
@@ -248,7 +304,8 @@ __device__ void attention_wgmma_persistent(const fc_attention_args &a) {
         wgmma_fence_operands(s);
         if (n == 1) q_done();
         release(G);
-        online_softmax_scores(a, s, m, l, alpha, tail_masked, w0, (int64_t)last * KEYS, g, t);
+        online_softmax_scores(a, s, m, l, alpha, masked(last), warp_row(), (int64_t)last * KEYS,
+                              g, t);
 #pragma unroll
         for (int kk = 0; kk < KEYS / 16; kk++) probabilities_as_a<DT>(p[kk], s, kk);
         refill();
@@ -264,7 +321,8 @@ __device__ void attention_wgmma_persistent(const fc_attention_args &a) {
             wgmma_wait<1>(); /* S(blk); P·V may still run */
             wgmma_fence_operands(s);
             if (i == n - 1) q_done();
-            online_softmax_scores(a, s, m, l, alpha, false, w0, (int64_t)blk * KEYS, g, t);
+            online_softmax_scores(a, s, m, l, alpha, CAUSAL && i == 1 && masked(blk), warp_row(),
+                                  (int64_t)blk * KEYS, g, t);
             wgmma_wait<0>();
             wgmma_fence_operands(o);
             wgmma_fence_operands(p);
@@ -290,11 +348,11 @@ __device__ void attention_wgmma_persistent(const fc_attention_args &a) {
         G = Gn + 1;
 
         /* The next tile's Q, once every warp is past its last S of this one. */
-        if (x + (int)gridDim.x < tiles) {
-            mbar_wait(q_empty, q_phase & 1u);
-            load_q(x + gridDim.x);
+        const int next = persistent_tile_index<CAUSAL>(k + 1);
+        if (next < tiles) {
+            mbar_wait(q_empty, (unsigned)k & 1u);
+            load_q(next);
         }
-        q_phase++;
         store_rows(x);
     }
 }

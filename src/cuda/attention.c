@@ -1,8 +1,9 @@
 /* The CUDA backend's attention: forward (tensor cores for f16/bf16 with 16-byte aligned rows and
  * head_dim % 8 == 0 -- a decode kernel for at most 16 packed query rows, the prefill kernel
- * otherwise: wgmma on compute capability 9.0 (persistent for unmasked calls at D 65..128),
- * mma.sync elsewhere -- true-f32 SIMT for the rest) with split-KV when the problem has too few
- * blocks to fill the GPU (decode: few queries, long keys), and the merge of partial results. */
+ * otherwise: wgmma on compute capability 9.0 (persistent at D 65..128 for unmasked calls and
+ * short causal ones), mma.sync elsewhere -- true-f32 SIMT for the rest) with split-KV when the
+ * problem has too few blocks to fill the GPU (decode: few queries, long keys), and the merge of
+ * partial results. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -99,7 +100,7 @@ static flashcl_status merge_splits(fc_cuda_context *ctx, const fc_attention_args
 
 /* The first usable kernel of a set whose head-dim pad covers head_dim, or NULL; the one named
  * `forced` (FLASHCL_CUDA_ATTENTION_CONFIG, for measurements) instead when it is in the set and
- * fits. */
+ * fits. Persistent kernels only of the kinds in `persistent_ok` (bit p - 1 for kind p). */
 static const fc_cuda_attention_kernel *first_fit(const fc_cuda_attention_kernel *set, int count,
                                                  int stride, int64_t head_dim,
                                                  const char *forced, int persistent_ok) {
@@ -107,7 +108,9 @@ static const fc_cuda_attention_kernel *first_fit(const fc_cuda_attention_kernel 
     int c;
     for (c = 0; c < count; c++) {
         const fc_cuda_attention_kernel *k = &set[c * stride];
-        if (!k->usable || k->pad < head_dim || (k->persistent && !persistent_ok)) continue;
+        if (!k->usable || k->pad < head_dim ||
+            (k->persistent && !(persistent_ok & (1 << (k->persistent - 1)))))
+            continue;
         if (forced && !strcmp(forced, k->config)) return k;
         if (!found) found = k;
     }
@@ -126,15 +129,22 @@ static int have_wgmma(const fc_cuda_context *ctx) {
     return 0;
 }
 
-/* Whether the persistent wgmma kernels (cuda/attention_wgmma_persistent.cuh) take this call:
- * no causal mask and no window (every row block of a split then visits the same key blocks),
- * and tile, row and key counts that their 32-bit arithmetic holds. Elsewhere a forced persistent
- * configuration gives way to the first other one of its family that fits. */
-static int persistent_fits(const fc_attention_desc *d, const fc_attention_args *a) {
+/* The kinds of persistent wgmma kernel (cuda/attention_wgmma_persistent.cuh) that may take this
+ * call, as first_fit's mask: none with a window, or with tile, row or key counts past their
+ * 32-bit arithmetic; kind 1 (wgmma_d128ppp) for unmasked calls; kind 2 (wgmma_d128pppc) for
+ * causal calls where every row sees a key (Sq <= Sk; split causal calls leave that kernel once
+ * the splits are known) and Sk <= 1024 -- beyond, its static tile order balances the uneven
+ * causal row blocks worse than the hardware's block order: H100, f16, D 128, causal, TF/s
+ * against wgmma_d128pp in the same run (2026-11-25) S512 179 vs 170, S1024 259 vs 255, S2048
+ * 332 vs 341, S4096 365 vs 407 -- or when forced. A forced persistent configuration a call may
+ * not take gives way to the first other one of its family that fits. */
+static int persistent_kinds(const fc_attention_desc *d, const fc_attention_args *a, int forced) {
     const int64_t limit = (int64_t)1 << 30;
-    return !d->causal && d->window_left < 0 && d->window_right < 0 &&
-           d->seqlen_q * a->group < limit && d->seqlen_k < limit &&
-           d->seqlen_q * a->group * d->batch * d->heads_kv < limit;
+    if (d->window_left >= 0 || d->window_right >= 0 || d->seqlen_q * a->group >= limit ||
+        d->seqlen_k >= limit || d->seqlen_q * a->group * d->batch * d->heads_kv >= limit)
+        return 0;
+    if (!d->causal) return 1 | (forced ? 2 : 0);
+    return d->seqlen_q <= d->seqlen_k && (forced || d->seqlen_k <= 1024) ? 2 : 0;
 }
 
 /* The forward kernel for this call: tensor cores when the dtype is 16-bit and the rows allow
@@ -175,7 +185,8 @@ static const fc_cuda_attention_kernel *choose_kernel(const fc_cuda_context *ctx,
                 kernel = short_causal;
             else
                 kernel = first_fit(&k->attention_wgmma[0][d->dtype - 1], FC_WGMMA_CONFIG_COUNT,
-                                   2, d->head_dim, forced, persistent_fits(d, a));
+                                   2, d->head_dim, forced,
+                                   persistent_kinds(d, a, forced != NULL));
         }
         if (!kernel)
             kernel = first_fit(&k->attention_tc[0][d->dtype - 1], FC_TC_CONFIG_COUNT, 2, d->head_dim,
@@ -251,6 +262,11 @@ flashcl_status fc_cuda_attention_forward(void *opaque, const fc_attention_desc *
         if (forced_splits > 0)
             splits = forced_splits > FC_MAX_FORCED_SPLITS ? FC_MAX_FORCED_SPLITS
                                                           : (uint64_t)forced_splits;
+    }
+    if (kernel->persistent == 2 && d->causal && splits > 1) {
+        /* Split causal calls leave some row blocks no key of a split: the same schedule without
+         * persistence (the same rows, keys and shared memory per block) takes them. */
+        kernel = &ctx->kernels.attention_wgmma[FC_WGMMA_CONFIG_wgmma_d128pp][d->dtype - 1];
     }
     keys_per_split = ceil_div(ceil_div((uint64_t)d->seqlen_k, splits), (uint64_t)kernel->keys) *
                      (uint64_t)kernel->keys;

@@ -57,7 +57,8 @@ typedef struct fc_cuda_attention_kernel {
     int pad, rows, keys, threads;
     int usable;
     int blocks_per_sm;          /* blocks one SM holds at once (occupancy API); 0 if unusable */
-    int persistent;             /* walks row blocks in a grid of at most blocks_per_sm per SM */
+    int persistent;             /* walks row blocks in a grid of at most blocks_per_sm per SM:
+                                   1 for unmasked calls only, 2 causal ones too (no window) */
 } fc_cuda_attention_kernel;
 
 /* The kernels of the module, by input dtype. */

@@ -357,41 +357,52 @@ static void test_tail_order(void **state) {
     unsetenv("FLASHCL_CUDA_ATTENTION_NO_WGMMA");
 }
 
-/* The persistent wgmma kernels (cuda/attention_wgmma_persistent.cuh, unmasked calls) walk
- * several row blocks per block, their ring of K/V stages and the next Q running on from one row
- * block into the next: forced to grids of 1, 2, 3 and 7 blocks
- * (FLASHCL_CUDA_ATTENTION_PERSISTENT_BLOCKS), each block walks many -- with one key block (two
- * stages a row block) and several, key tails, GQA / MQA packing, rows past the packed ones,
- * padded head dims, softcap and split-KV partials. A causal call forced onto them must still be
- * right (they give way to the pingpong kernel there). */
+/* The persistent wgmma kernels (cuda/attention_wgmma_persistent.cuh: wgmma_d128ppp for unmasked
+ * calls, wgmma_d128pppc for causal ones too, in a snake order of row blocks) walk several row
+ * blocks per block, their ring of K/V stages and the next Q running on from one row block into
+ * the next: each forced, on grids of 1, 2, 3 and 7 blocks
+ * (FLASHCL_CUDA_ATTENTION_PERSISTENT_BLOCKS), so that every block walks many -- with one key
+ * block (two stages a row block) and several, key tails, causal row blocks of different lengths
+ * with Sq = Sk and Sq < Sk, GQA / MQA packing, rows past the packed ones, padded head dims,
+ * softcap and split-KV partials. Calls a kernel does not take (causal on wgmma_d128ppp, causal
+ * with Sq > Sk, causal split-KV, a window) must still be right: another kernel takes them. */
 static void test_persistent_walks(void **state) {
     static const at_case cases[] = {
         /* dt, B, Sq, Sk, Hq, Hkv, D, causal, wl, wr, softcap, pad, lse, what, config */
-        {FLASHCL_F16, 3, 400, 150, 4, 2, 128, 0, -1, -1, 0, 0, 1,
-         "persistent d128, GQA, key tail of 22", NULL},
+        {FLASHCL_F16, 3, 400, 150, 4, 2, 128, 0, -1, -1, 0, 0, 1, "GQA, key tail of 22", NULL},
         {FLASHCL_BF16, 2, 300, 512, 6, 3, 128, 0, -1, -1, 0, 0, 0,
-         "persistent d128, GQA, four whole key blocks, no lse", NULL},
+         "GQA, four whole key blocks, no lse", NULL},
         {FLASHCL_F16, 4, 100, 100, 2, 2, 64, 0, -1, -1, 0, 0, 1,
-         "persistent D 64 (pad 128), one key block a row block", NULL},
+         "D 64 (pad 128), one key block a row block", NULL},
         {FLASHCL_BF16, 2, 257, 700, 4, 1, 48, 0, -1, -1, 20.0f, 0, 1,
-         "persistent D 48 (pad 128), MQA, softcap", NULL},
-        {FLASHCL_F16, 1, 40, 3000, 4, 2, 128, 0, -1, -1, 0, 0, 1,
-         "persistent d128, split-KV", NULL},
-        {FLASHCL_BF16, 2, 150, 300, 4, 2, 96, 1, -1, -1, 0, 0, 1,
-         "causal, forced persistent: the pingpong kernel instead", NULL},
+         "D 48 (pad 128), MQA, softcap", NULL},
+        {FLASHCL_F16, 1, 40, 3000, 4, 2, 128, 0, -1, -1, 0, 0, 1, "split-KV", NULL},
+        {FLASHCL_BF16, 2, 300, 300, 4, 2, 128, 1, -1, -1, 0, 0, 1, "causal Sq = Sk, GQA", NULL},
+        {FLASHCL_F16, 3, 200, 457, 2, 2, 96, 1, -1, -1, 0, 0, 1,
+         "D 96, causal Sq < Sk, key tail", NULL},
+        {FLASHCL_F16, 2, 129, 129, 8, 1, 128, 1, -1, -1, 30.0f, 0, 1,
+         "causal MQA 8:1, softcap", NULL},
+        {FLASHCL_BF16, 2, 150, 100, 4, 2, 128, 1, -1, -1, 0, 0, 1,
+         "causal Sq > Sk: another kernel", NULL},
+        {FLASHCL_F16, 1, 50, 4000, 4, 4, 128, 1, -1, -1, 0, 0, 1,
+         "causal split-KV: another kernel", NULL},
+        {FLASHCL_F16, 1, 200, 300, 2, 2, 128, 0, 64, 10, 0, 0, 1, "window: another kernel", NULL},
     };
+    static const char *const configs[] = {"wgmma_d128ppp", "wgmma_d128pppc"};
     static const char *const grids[] = {"1", "2", "3", "7"};
     (void)state;
     if (!g_have_wgmma) {
         printf("SKIP: persistent wgmma cases: %s\n", g_no_wgmma_reason);
         return;
     }
-    for (size_t gi = 0; gi < sizeof grids / sizeof grids[0]; gi++) {
-        setenv("FLASHCL_CUDA_ATTENTION_PERSISTENT_BLOCKS", grids[gi], 1);
-        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-            setenv("FLASHCL_CUDA_ATTENTION_CONFIG", "wgmma_d128ppp", 1);
-            printf("wgmma_d128ppp: %s, %s blocks\n", cases[i].what, grids[gi]);
-            run_case(&cases[i], 0);
+    for (size_t c = 0; c < sizeof configs / sizeof configs[0]; c++) {
+        setenv("FLASHCL_CUDA_ATTENTION_CONFIG", configs[c], 1);
+        for (size_t gi = 0; gi < sizeof grids / sizeof grids[0]; gi++) {
+            setenv("FLASHCL_CUDA_ATTENTION_PERSISTENT_BLOCKS", grids[gi], 1);
+            for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+                printf("%s: %s, %s blocks\n", configs[c], cases[i].what, grids[gi]);
+                run_case(&cases[i], 0);
+            }
         }
     }
     unsetenv("FLASHCL_CUDA_ATTENTION_PERSISTENT_BLOCKS");
