@@ -28,13 +28,14 @@
  *
  * CAUSAL (wgmma_d128pppc; Sq <= Sk, one split, so every tile has n >= 1): each tile visits its
  * own key blocks (persistent_keys_of), and tiles go to blocks in a snake order
- * (persistent_tile_index), which balances a pair's heavy-to-light row blocks over rounds. That
- * static order still balances worse than the hardware's dynamic block order once the row blocks
- * of a pair differ a lot: the host takes it for causal rows of at most 1024 keys (H100 f16 D128,
- * TF/s vs wgmma_d128pp: S512 179 vs 170, S1024 259 vs 255, S4096 365 vs 407, S16384 317 vs 487;
- * bench/results/2026-11-25-h100-s9-persistent-causal-dropped.txt, where the same code also ran
- * the unmasked calls too, slower than the unmasked instantiation here). A dynamic tile queue would
- * be the way to longer causal rows. */
+ * (persistent_tile_index), which balances a pair's heavy-to-light row blocks over rounds. It
+ * gains on short causal rows and loses on long ones, so the host takes it for causal rows of at
+ * most 1024 keys (H100 f16 D128, TF/s vs wgmma_d128pp: S512 175-179 vs 167-170, S1024 255-259
+ * vs 253-255, S4096 365 vs 407, S16384 317 vs 487; bench/results/2026-11-25-h100-s9-persistent-
+ * causal-short.txt and -causal-dropped.txt). The order is not the whole of the loss: tiles drawn
+ * from an atomic queue in the hardware's order ran 3-10 % slower than wgmma_d128pp at every
+ * causal length (-queue-dropped.txt), so the causal burst loop itself (per-tile key blocks, the
+ * diagonal mask, 255 registers) loses on long rows; that is where to look next. */
 #pragma once
 
 #include "attention_wgmma_primitives.cuh"
