@@ -106,27 +106,29 @@ FC_DEVICE void store_lse(const fc_attention_args &a, int64_t b, int64_t i, int64
  * heaviest row blocks before any lighter one, so the grid ends on the lightest blocks of
  * several pairs rather than on whole pairs' mix of heavy and light ones (idle SMs while a few
  * heavy blocks finish; the host's count: src/attention_tail.h). x: the row block's index in
- * that order (the block index, or a persistent kernel's tile). */
-FC_DEVICE void block_position_of(const fc_attention_args &a, int rows, int64_t x, int64_t &r0,
-                                  int64_t &b, int &kv_head) {
-    const int64_t packed = a.seqlen_q * a.group;
-    const int64_t row_blocks = (packed + rows - 1) / rows;
-    const int64_t pairs_in_order = a.batch * a.heads_kv - a.tail_heads;
-    int64_t bh, from_last;
+ * that order (the block index, or a persistent kernel's tile); I: the integer type of the
+ * arithmetic (int64_t, or int where the host bounds the counts: the persistent kernels). */
+template <typename I>
+FC_DEVICE void block_position_of(const fc_attention_args &a, int rows, I x, I &r0, I &b, int &kv_head) {
+    const I packed = (I)(a.seqlen_q * a.group);
+    const I row_blocks = (packed + rows - 1) / rows;
+    const I pairs_in_order = (I)(a.batch * a.heads_kv - a.tail_heads);
+    const I tail = (I)a.tail_heads, heads_kv = (I)a.heads_kv;
+    I bh, from_last;
     if (x < pairs_in_order * row_blocks) {
         bh = x / row_blocks;
         from_last = x % row_blocks;
     } else {
-        const int64_t t = x - pairs_in_order * row_blocks;
-        bh = pairs_in_order + t % a.tail_heads;
-        from_last = t / a.tail_heads;
+        const I t = x - pairs_in_order * row_blocks;
+        bh = pairs_in_order + t % tail;
+        from_last = t / tail;
     }
     r0 = (row_blocks - 1 - from_last) * rows;
-    b = bh / a.heads_kv;
-    kv_head = (int)(bh % a.heads_kv);
+    b = bh / heads_kv;
+    kv_head = (int)(bh % heads_kv);
 }
 
 /* The position of this block (blockIdx.x): the kernels with a block per row block. */
 FC_DEVICE void block_position(const fc_attention_args &a, int rows, int64_t &r0, int64_t &b, int &kv_head) {
-    block_position_of(a, rows, blockIdx.x, r0, b, kv_head);
+    block_position_of<int64_t>(a, rows, blockIdx.x, r0, b, kv_head);
 }

@@ -46,22 +46,8 @@ struct persistent_tile {
 };
 
 FC_DEVICE persistent_tile persistent_tile_at(const fc_attention_args &a, int rows, int x) {
-    const int row_blocks = ((int)(a.seqlen_q * a.group) + rows - 1) / rows;
-    const int pairs = (int)(a.batch * a.heads_kv), tail = (int)a.tail_heads;
-    const int in_order = pairs - tail;
-    int bh, from_last;
-    if (x < in_order * row_blocks) { /* block_position_of's order, in int */
-        bh = x / row_blocks;
-        from_last = x - bh * row_blocks;
-    } else {
-        const int u = x - in_order * row_blocks;
-        from_last = u / tail;
-        bh = in_order + (u - from_last * tail);
-    }
     persistent_tile t;
-    t.r0 = (row_blocks - 1 - from_last) * rows;
-    t.b = bh / (int)a.heads_kv;
-    t.kv_head = bh - t.b * (int)a.heads_kv;
+    block_position_of<int>(a, rows, x, t.r0, t.b, t.kv_head);
     return t;
 }
 
