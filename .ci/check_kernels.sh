@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Checks the softmax kernels (cl/portability.h, cl/dtype.h, cl/softmax.cl, cl/softmax_ordered.cl,
-# cl/softmax_rows_vector.cl) without a GPU:
+# Checks the softmax kernels (cl/portability.h, cl/dtype.h, cl/softmax_exp.h, cl/softmax.cl,
+# cl/softmax_ordered.cl, cl/softmax_rows_vector.cl) without a GPU:
 #  1. compiles them with clang for AMD gfx90a, SPIR (spir64) and, when clang can, NVIDIA
 #     (nvptx64-nvidia-nvcl), with every option set src/opencl/softmax.c can produce for such a
-#     device, both as the library builds them (the five files concatenated, -DFLASHCL_EMBEDDED)
+#     device, both as the library builds them (the six files concatenated, -DFLASHCL_EMBEDDED)
 #     and as a stand-alone file (cl/softmax_rows_vector.cl, which includes the others, -I cl);
 #  2. runs the program given as $1 (one small case of every variant, e.g.
 #     build/tests/test_softmax_oclgrind) under Oclgrind, with only Oclgrind's ICD visible:
@@ -30,7 +30,7 @@ fi
 resource_include="$("$CLANG" -print-resource-dir)/include"
 echo "== compiling the softmax kernels with $CLANG ($("$CLANG" --version | head -n1))"
 
-cat cl/portability.h cl/dtype.h cl/softmax.cl cl/softmax_ordered.cl cl/softmax_rows_vector.cl \
+cat cl/portability.h cl/dtype.h cl/softmax_exp.h cl/softmax.cl cl/softmax_ordered.cl cl/softmax_rows_vector.cl \
     > "$work/embedded.cl"
 
 # job NAME MODE "clang target flags" "option set": compiles in the background; results are
@@ -78,6 +78,7 @@ job spir64 embedded "$INTEL" "-DFC_SG_INTEL $common -DFC_MAX_WG=1024 -DFC_COOP=0
 # NVIDIA: inline PTX (shfl.sync, cvt). NVIDIA's driver has 64-bit atomics; clang must be told.
 nv_out=""
 nv_fast_out=""
+nv_ftz_out=""
 if "$CLANG" -x cl -cl-std=CL1.2 -target nvptx64-nvidia-nvcl -S -o /dev/null - </dev/null >/dev/null 2>&1; then
     NV="-target nvptx64-nvidia-nvcl -S -Xclang -cl-ext=+cl_khr_int64_base_atomics"
     nv_common="-DFC_SG_NV_PTX -DFC_SG_SIZE=32 -DFC_RIR_CHUNKS=4 -DFC_STREAM_UNROLL=4 -DFC_COOP_ELEMS=32 -DFC_HALF_IMPL=2 -DFC_MAX_WG=1024 -DFC_STREAM_STORES=1"
@@ -86,6 +87,8 @@ if "$CLANG" -x cl -cl-std=CL1.2 -target nvptx64-nvidia-nvcl -S -o /dev/null - </
     job nvptx standalone "$NV" "$nv_common -DFC_COOP=0"
     nv_fast_out="$work/out.${#jobs_list[@]}" # the 16-bit programs (FC_DTYPES 2 and 4)
     job nvptx embedded "$NV" "$nv_common -DFC_COOP=1 -DFC_ORDERED=1 -DFC_NV_CVT2=1 -DFC_FAST_EXP=1 -DFC_DTYPES=6"
+    nv_ftz_out="$work/out.${#jobs_list[@]}" # and with the .ftz / shifted exps (the default there)
+    job nvptx embedded "$NV" "$nv_common -DFC_COOP=1 -DFC_ORDERED=1 -DFC_NV_CVT2=1 -DFC_FAST_EXP=1 -DFC_EXP_FTZ=1 -DFC_EXP_SHIFT=1 -DFC_DTYPES=6"
 else
     echo "  skip  nvptx: $CLANG has no nvptx64-nvidia-nvcl target"
 fi
@@ -108,6 +111,9 @@ if [ -n "$nv_out" ] && ! { grep -q "cvt.rn.f16x2.f32" "$nv_out" && grep -q "cvt.
 fi
 if [ -n "$nv_out" ] && ! grep -q "ex2.approx.f32 " "$nv_fast_out"; then
     echo "  FAIL  nvptx: no ex2.approx.f32 in the 16-bit PTX (FC_FAST_EXP)"; failures=$((failures + 1))
+fi
+if [ -n "$nv_out" ] && ! { grep -q "ex2.approx.ftz.f32 " "$nv_ftz_out" && grep -q "ex2.approx.f32 " "$nv_ftz_out"; }; then
+    echo "  FAIL  nvptx: FC_EXP_FTZ=1 PTX lacks ex2.approx.ftz (or the f32-output ex2.approx)"; failures=$((failures + 1))
 fi
 if [ -n "$nv_out" ] && ! grep -q "st.global.cs.v4.u32" "$nv_out"; then
     echo "  FAIL  nvptx: no st.global.cs in the PTX (FC_STREAM_STORES)"; failures=$((failures + 1))

@@ -36,6 +36,7 @@
 #ifndef FLASHCL_EMBEDDED
 #include "portability.h"
 #include "dtype.h"
+#include "softmax_exp.h"
 #endif
 
 /* 16-byte chunks each work-item holds in rows_in_registers: 16 f32 or 32 f16/bf16 elements. */
@@ -46,11 +47,6 @@
 #ifndef FC_STREAM_UNROLL
 #define FC_STREAM_UNROLL 4
 #endif
-/* 1 (NVIDIA PTX only): per-element exp from one ex2.approx plus a correction term, ~5
- * instructions instead of ~10 for exp, relative error ~3e-7 (see fc_exp_fast). */
-#ifndef FC_FAST_EXP
-#define FC_FAST_EXP 0
-#endif
 /* 1: build softmax_split_row_cooperative_* (needs 64-bit global atomics). */
 #ifndef FC_COOP
 #define FC_COOP 0
@@ -59,27 +55,6 @@
  * leaving the memory system to the groups that still load. */
 #ifndef FC_NV_SLEEP
 #define FC_NV_SLEEP 0
-#endif
-
-#if FC_FAST_EXP && defined(FC_SG_NV_PTX)
-/* exp(x) for the per-element terms (x = s - max <= 0, or NaN) of the 16-bit programs:
- * ex2.approx(x log2 e), 2 instructions. The rounding of x log2 e costs at most 2.6e-6 relative
- * at |x| = 80, below the tests' 1e-5 and far below what 16-bit inputs carry. -inf gives +0, NaN
- * stays NaN, 0 gives exactly 1; results below 2^-126 are kept (no .ftz). */
-FC_INLINE float fc_exp_fast(float x)
-{
-    float e;
-    FC_ASM("ex2.approx.f32 %0, %1;" : "=f"(e) : "f"(x * 1.44269504f));
-    return e;
-}
-
-FC_INLINE float4 fc_exp4(float4 x)
-{
-    return (float4)(fc_exp_fast(x.x), fc_exp_fast(x.y), fc_exp_fast(x.z), fc_exp_fast(x.w));
-}
-#define FC_EXP fc_exp4
-#else
-#define FC_EXP exp
 #endif
 
 FC_INLINE float fc_max4(float4 v)
@@ -122,9 +97,10 @@ FC_INLINE uint4 fc_chunk_load_all(const int dt, const __global void *row, uint j
 
 /* The normalised value of s given the row's merged (m, d). (s - m) comes first: exact for
  * nearby values, so large inputs (~1000) lose nothing. */
-FC_INLINE float4 fc_normalize4(float4 s, float m, float inv_d, float log_d, int log_mode)
+FC_INLINE float4 fc_normalize4(const int ydt, float4 s, float m, float inv_d, float log_d,
+                               int log_mode)
 {
-    return log_mode ? (s - m) - log_d : FC_EXP(s - m) * inv_d;
+    return log_mode ? (s - m) - log_d : FC_EXP_OUT(ydt, s - m) * inv_d;
 }
 
 /* ---- streaming (online chunked, split row, cooperative tail) ---------------------------------
@@ -168,7 +144,7 @@ FC_INLINE float2 fc_stream_md(const int dt, const __global void *row, uint begin
 #pragma unroll
         for (uint u = 0; u < FC_STREAM_UNROLL; ++u)
             for (uint h = 0; h < n / 4; ++h)
-                block_sum += fc_sum4(FC_EXP(
+                block_sum += fc_sum4(FC_EXP_SUM(
                     fc_quad_s(dt, raw[u], h, scale, j0 + n * width * u, end, complete) - ref));
         d = d * exp(m - ref) + block_sum;
         m = mx;
@@ -191,10 +167,10 @@ FC_INLINE void fc_stream_normalize_as(const int xdt, const int ydt, const __glob
 #pragma unroll
         for (uint u = 0; u < FC_STREAM_UNROLL; ++u) {
             const uint j = j0 + n * width * u;
-            const float4 q0 = fc_normalize4(fc_chunk_quad(xdt, raw[u], 0) * scale, md.x, inv_d,
-                                            log_d, log_mode);
-            const float4 q1 = n == 8 ? fc_normalize4(fc_chunk_quad(xdt, raw[u], 1) * scale, md.x,
-                                                     inv_d, log_d, log_mode)
+            const float4 q0 = fc_normalize4(ydt, fc_chunk_quad(xdt, raw[u], 0) * scale, md.x,
+                                            inv_d, log_d, log_mode);
+            const float4 q1 = n == 8 ? fc_normalize4(ydt, fc_chunk_quad(xdt, raw[u], 1) * scale,
+                                                     md.x, inv_d, log_d, log_mode)
                                      : q0;
             fc_chunk_store_as(xdt, ydt, yrow, j, end, q0, q1, vec, streaming);
         }
@@ -250,8 +226,9 @@ FC_INLINE float fc_reg_sum(const int dt, uint4 *raw, const uint chunks, float sc
 #pragma unroll
     for (uint c = 0; c < chunks; ++c)
         for (uint h = 0; h < n / 4; ++h) {
-            const float4 e = FC_EXP(fc_quad_s(dt, raw[c], h, scale, FC_REG_J(c), end,
-                                              FC_REG_COMPLETE(c)) - ref);
+            const float4 s = fc_quad_s(dt, raw[c], h, scale, FC_REG_J(c), end,
+                                       FC_REG_COMPLETE(c)) - ref;
+            const float4 e = dt == FC_F32 && keep ? FC_EXP(s) : FC_EXP_SUM(s);
             d += fc_sum4(e);
             if (dt == FC_F32 && keep)
                 raw[c] = as_uint4(e);
@@ -272,8 +249,8 @@ FC_INLINE void fc_reg_store(const int xdt, const int ydt, const uint4 *raw, cons
         for (uint h = 0; h < n / 4; ++h)
             q[h] = xdt == FC_F32 && kept
                        ? as_float4(raw[c]) * inv_d
-                       : fc_normalize4(fc_chunk_quad(xdt, raw[c], h) * scale, md.x, inv_d, log_d,
-                                       log_mode);
+                       : fc_normalize4(ydt, fc_chunk_quad(xdt, raw[c], h) * scale, md.x, inv_d,
+                                       log_d, log_mode);
         fc_chunk_store(xdt, ydt, yrow, FC_REG_J(c), end, q[0], n == 8 ? q[1] : q[0], vec);
     }
 }
@@ -332,13 +309,14 @@ FC_INLINE float fc_held_load(const int dt, float4 *v, const uint elems, const __
     return m;
 }
 
-/* sum(exp(v - ref)); unless log_mode the exps replace v. */
-FC_INLINE float fc_held_exp_sum(float4 *v, const uint elems, float ref, int log_mode)
+/* sum(exp(v - ref)); unless log_mode the exps replace v (to be written as ydt). */
+FC_INLINE float fc_held_exp_sum(const int ydt, float4 *v, const uint elems, float ref,
+                                int log_mode)
 {
     float d = 0.0f;
 #pragma unroll
     for (uint q = 0; q < elems / 4; ++q) {
-        const float4 e = FC_EXP(v[q] - ref);
+        const float4 e = FC_EXP_OUT(ydt, v[q] - ref);
         d += fc_sum4(e);
         if (!log_mode)
             v[q] = e;
@@ -375,7 +353,7 @@ FC_INLINE void fc_rows_held(const int xdt, const int ydt, const uint elems, cons
                            lane, team, scale, vec);
     m = fc_team_max(m, team, scratch);
     /* exp(v - m), not exp(v - fc_md_ref(m)): an all -inf row must give NaN. */
-    const float d = fc_team_sum(fc_held_exp_sum(v, elems, m, log_mode), team, scratch);
+    const float d = fc_team_sum(fc_held_exp_sum(ydt, v, elems, m, log_mode), team, scratch);
     fc_held_store(xdt, ydt, v, elems, fc_row_w(ydt, y, y_off + row * y_stride), begin, end, lane,
                   team, vec, log_mode, m, 1.0f / d, log(d));
 }
@@ -528,7 +506,8 @@ FC_INLINE void fc_split_row_cooperative(const int xdt, const int ydt, const __gl
                                              fc_row(xdt, x, x_off + row * x_stride), begin, end,
                                              lid, width, scale, vec),
                                 width, scratch);
-    const float d = fc_team_sum(fc_held_exp_sum(v, elems, fc_md_ref(m), log_mode), width, scratch);
+    const float d = fc_team_sum(fc_held_exp_sum(ydt, v, elems, fc_md_ref(m), log_mode), width,
+                                  scratch);
 
     /* Publish this slice, then gather the row's slices (lane i waits for slice i, i + width..). */
     float2 md = (float2)(m, d);

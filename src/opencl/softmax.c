@@ -17,6 +17,8 @@ typedef struct fc_softmax_tuning {
     size_t max_wg;          /* largest work-group of any softmax kernel (sizes __local arrays) */
     unsigned rir_chunks, stream_unroll, coop_elems, half_impl;
     int fast_exp;           /* FC_FAST_EXP: PTX ex2-based exp (NVIDIA) */
+    int exp_ftz;            /* FC_EXP_FTZ: its .ftz form where that is exact */
+    int exp_shift;          /* FC_EXP_SHIFT: and a shifted .ftz form for bf16 outputs */
     int nv_sleep;           /* FC_NV_SLEEP: nanosleep while waiting (NVIDIA sm_70+) */
     int stream_stores;      /* FC_STREAM_STORES: evict-first stores in the ordered split */
     int nv_cvt2;            /* FC_NV_CVT2: paired f16x2/bf16x2 narrowing (NVIDIA sm_80+) */
@@ -117,6 +119,15 @@ static void fc_softmax_tune(const fc_cl_device *dev, fc_softmax_tuning *t)
      * on memory and keep exp's accuracy. FLASHCL_SOFTMAX_NO_FAST_EXP=1 turns it off (A/B).
      * (An earlier, compensated variant cost as much as exp and changed nothing.) */
     t->fast_exp = t->sg == FC_SG_NV_PTX && !fc_env_flag("FLASHCL_SOFTMAX_NO_FAST_EXP");
+    /* Exps that only join a sum or end in an f16 output as ex2.approx.ftz (cl/softmax.cl says
+     * why that is exact), and those that end in a bf16 output shifted by 2^64 around it: two
+     * instructions an element fewer. H100 (2026-11-25), % of copy bandwidth against neither,
+     * same call: 4096x32768 f16 82.6-83.1 vs 76.8, 1024x131072 f16 81.7-82.0 vs 75.5-75.8,
+     * bf16 (shift) 78.4 vs 75.9 and 77.7-77.8 vs 75.1; 64x1M / 8x8M f16 +1 point; short rows
+     * within noise. FLASHCL_SOFTMAX_NO_FTZ=1 and FLASHCL_SOFTMAX_NO_EXP_SHIFT=1 turn them off
+     * (A/B). */
+    t->exp_ftz = t->fast_exp && !fc_env_flag("FLASHCL_SOFTMAX_NO_FTZ");
+    t->exp_shift = !fc_env_flag("FLASHCL_SOFTMAX_NO_EXP_SHIFT");
     t->nv_sleep = 0;
     if (t->sg == FC_SG_NV_PTX) t->nv_sleep = dev->nv_compute_major >= 7;
     /* st.global.cs through inline PTX, as the CUDA kernels' second pass stores (cuda/softmax.cuh). */
@@ -148,12 +159,13 @@ void fc_cl_softmax_options(const fc_cl_device *dev, int part, char *out, size_t 
              "%s%s -D%s -DFC_SG_SIZE=%d -DFC_MAX_WG=%zu -DFC_RIR_CHUNKS=%u "
              "-DFC_STREAM_UNROLL=%u -DFC_COOP=%d -DFC_COOP_ELEMS=%u "
              "-DFC_HALF_IMPL=%u -DFC_FAST_EXP=%d -DFC_NV_SLEEP=%d -DFC_ORDERED=%d "
-             "-DFC_STREAM_STORES=%d -DFC_NV_CVT2=%d -DFC_ROWS_VECTOR=%d -DFC_DTYPES=%d",
+             "-DFC_STREAM_STORES=%d -DFC_NV_CVT2=%d -DFC_ROWS_VECTOR=%d -DFC_DTYPES=%d "
+             "-DFC_EXP_FTZ=%d -DFC_EXP_SHIFT=%d",
              extra, t.cl_std, sg_define[t.sg], t.sg_size, t.max_wg, t.rir_chunks, t.stream_unroll,
              t.coop, t.coop_elems, t.half_impl,
              t.fast_exp && (part == FC_PART_F16 || part == FC_PART_BF16), t.nv_sleep, t.ordered,
              t.stream_stores, t.nv_cvt2, t.rows_vector,
-             part == FC_PART_ALL_DTYPES ? 7 : 1 << part);
+             part == FC_PART_ALL_DTYPES ? 7 : 1 << part, t.exp_ftz, t.exp_shift);
 }
 
 /* ---- kernels ----------------------------------------------------------------------------------- */
@@ -279,6 +291,34 @@ static flashcl_status fc_set_limits(fc_cl_context *ctx, const fc_softmax_tuning 
     return FLASHCL_SUCCESS;
 }
 
+/* FLASHCL_SOFTMAX_TRACE=1: the work-group limits the driver reported for one part's kernels
+ * (the smallest over each kind's kernels) and the launch limits they give, on stderr.
+ * NVIDIA's driver (580, H100) reports 256 for every kernel, a 10-register copy kernel included,
+ * though it launches work-groups of 1024; taking 1024 where the registers allow (all programs
+ * capped at 64) measured slower on every shape it changed (bench/results, session 10), so the
+ * reported limit stays the rule. */
+static void fc_trace_limits(const fc_cl_context *ctx, int part)
+{
+    static const char *const kinds[FC_SOFTMAX_WG_KINDS] = {
+        "rows_in_registers", "rows_held8/16", "online_chunked", "split_row",
+        "split_row_cooperative", "split_row_ordered", "rows_held32", "rows_vector"};
+    const fc_softmax_kernels *k = &ctx->softmax;
+    int xd, kind;
+    for (xd = 0; xd < FC_DTYPE_COUNT; xd++) {
+        if ((part != FC_PART_ALL_DTYPES && part != xd) || !k->part_ready[xd]) continue;
+        fprintf(stderr, "flashcl softmax (opencl): %s kernels' work-group limits:",
+                fc_dtype_suffix[xd]);
+        for (kind = 0; kind < FC_SOFTMAX_WG_KINDS; kind++)
+            if (k->kernel_wg[xd][kind] != SIZE_MAX)
+                fprintf(stderr, " %s %zu", kinds[kind], k->kernel_wg[xd][kind]);
+        fputc('\n', stderr);
+    }
+    fprintf(stderr,
+            "flashcl softmax (opencl): launch limits: rows_in_registers %zu, rows_held %zu, "
+            "rows_held32 %zu, cooperative %zu, ordered %zu\n",
+            k->rir_max_wg, k->held_max_wg, k->held32_max_wg, k->coop_wg, k->ordered_wg);
+}
+
 flashcl_status fc_cl_softmax_create_kernels(fc_cl_context *ctx, cl_program program, int part)
 {
     fc_softmax_kernels *k = &ctx->softmax;
@@ -293,6 +333,7 @@ flashcl_status fc_cl_softmax_create_kernels(fc_cl_context *ctx, cl_program progr
         k->part_ready[xd] = st == FLASHCL_SUCCESS;
     }
     if (st == FLASHCL_SUCCESS) st = fc_set_limits(ctx, &t);
+    if (st == FLASHCL_SUCCESS && fc_env_flag("FLASHCL_SOFTMAX_TRACE")) fc_trace_limits(ctx, part);
     if (st != FLASHCL_SUCCESS) fc_cl_softmax_release_kernels(ctx, part);
     return st;
 }

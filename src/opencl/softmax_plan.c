@@ -3,8 +3,7 @@
  *
  * AUTO, as chosen since the bandwidth work of issue #2 (cap16 = what a work-group holds as
  * floats: kernel limit x 16 elements, 4096 on NVIDIA's OpenCL where kernels report 256):
- *   cols <= 256                      -> rows held, 8 elements per work-item (team <= a warp);
- *                                       f16: raw chunks (measured faster on an H100)
+ *   cols <= 256                      -> rows held, 8 elements per work-item (team <= a warp)
  *   cols <= cap16                    -> rows held, 16 elements per work-item (16-bit input:
  *                                       32, up to twice cap16; FLASHCL_SOFTMAX_NO_HELD32=1: 16)
  *   16-bit cols <= raw cap (8192)    -> rows in registers as raw 16-byte chunks
@@ -23,7 +22,8 @@
  * FLASHCL_SOFTMAX_COOP_WG=n sets its smallest work-group (tuning; 128 by default).
  * FLASHCL_SOFTMAX_L2_BUDGET_KB=N overrides the ordered split's cache budget (12288 on GPUs:
  * the input bytes read between a slice's two reads, as many written).
- * FLASHCL_SOFTMAX_TRACE=1 prints each call's plan on stderr (softmax.c).
+ * FLASHCL_SOFTMAX_TRACE=1 prints each call's plan on stderr, and the kernels' work-group limits
+ * when a context creates them (softmax.c).
  * Forced variants run whenever they can: ROW_IN_REGISTERS takes rows held or raw (UNSUPPORTED
  * past the raw cap); SPLIT_ROW takes the cooperative split row where built and a row fits,
  * else the ordered split where built (legacy: cooperative or 3-pass). */
@@ -262,13 +262,15 @@ flashcl_status fc_softmax_choose_plan(const fc_cl_context *ctx, const fc_softmax
         return FLASHCL_SUCCESS;
     }
     /* Rows that fit a work-group: one read, one write (the legacy choice's caveat about
-     * few rows only matters past 8192 columns, beyond the 16-element cap on NVIDIA). f16 rows
-     * of at most 256 keep the raw chunks: rows held measured 0.0193 ms against 0.0123 for
-     * 32768 x 128 f16 on an H100 (bf16 and f32 were faster held). */
-    const int f16_short = desc->x_dtype == FLASHCL_F16 && cols <= 256;
+     * few rows only matters past 8192 columns, beyond the 16-element cap on NVIDIA), held as
+     * floats. Short f16 rows took the raw chunks until session 10 (held measured 0.0193 ms
+     * against 0.0123 for 32768 x 128 f16 on an H100 in session 7); with today's kernels held
+     * is the faster, 0.0091-0.0095 ms against 0.0096-0.0104 in five A/B pairs (H100,
+     * 2026-11-25, bench/results/2026-11-25-h100-s10-opencl-softmax-ftz-ab.txt), and on PoCL
+     * (2-core machine, 20000 x 7 f16, the rows under 16 columns it runs here) 1.01 ms against
+     * 3.78-3.99. */
     if ((cols <= 8192 || rows >= (int64_t)dev->compute_units * (dev->is_gpu ? 2 : 4)) &&
-        ((!f16_short && fc_plan_held(p, k, desc->x_dtype, cols)) ||
-         fc_plan_rir(p, k, desc->x_dtype, cols)))
+        (fc_plan_held(p, k, desc->x_dtype, cols) || fc_plan_rir(p, k, desc->x_dtype, cols)))
         return FLASHCL_SUCCESS;
     /* Longer rows on a GPU: held in registers by cooperating work-groups, one read. 16-bit rows
      * of more than 32 slices measured faster through the ordered split (H100, 64 x 1M f16: 63%
