@@ -18,7 +18,7 @@ typedef struct fc_softmax_tuning {
     unsigned rir_chunks, stream_unroll, coop_elems, half_impl;
     int fast_exp;           /* FC_FAST_EXP: PTX ex2-based exp (NVIDIA) */
     int exp_ftz;            /* FC_EXP_FTZ: its .ftz form where that is exact */
-    int exp_shift;          /* FC_EXP_SHIFT: and a shifted .ftz form for bf16 outputs */
+    int exp_shift;          /* FC_EXP_SHIFT: with it, a shifted .ftz form for bf16 outputs */
     int nv_sleep;           /* FC_NV_SLEEP: nanosleep while waiting (NVIDIA sm_70+) */
     int stream_stores;      /* FC_STREAM_STORES: evict-first stores in the ordered split */
     int nv_cvt2;            /* FC_NV_CVT2: paired f16x2/bf16x2 narrowing (NVIDIA sm_80+) */
@@ -119,15 +119,15 @@ static void fc_softmax_tune(const fc_cl_device *dev, fc_softmax_tuning *t)
      * on memory and keep exp's accuracy. FLASHCL_SOFTMAX_NO_FAST_EXP=1 turns it off (A/B).
      * (An earlier, compensated variant cost as much as exp and changed nothing.) */
     t->fast_exp = t->sg == FC_SG_NV_PTX && !fc_env_flag("FLASHCL_SOFTMAX_NO_FAST_EXP");
-    /* Exps that only join a sum or end in an f16 output as ex2.approx.ftz (cl/softmax.cl says
-     * why that is exact), and those that end in a bf16 output shifted by 2^64 around it: two
-     * instructions an element fewer. H100 (2026-11-25), % of copy bandwidth against neither,
-     * same call: 4096x32768 f16 82.6-83.1 vs 76.8, 1024x131072 f16 81.7-82.0 vs 75.5-75.8,
+    /* Exps that only join a sum or end in an f16 output as ex2.approx.ftz (cl/softmax_exp.h
+     * says why that is exact), and those that end in a bf16 output as the .ftz ex2 of the
+     * argument shifted by 64, scaled back by 2^-64: two instructions an element fewer. H100
+     * (2026-11-25), % of copy bandwidth against neither, same call: 4096x32768 f16 82.6-83.1 vs 76.8, 1024x131072 f16 81.7-82.0 vs 75.5-75.8,
      * bf16 (shift) 78.4 vs 75.9 and 77.7-77.8 vs 75.1; 64x1M / 8x8M f16 +1 point; short rows
      * within noise. FLASHCL_SOFTMAX_NO_FTZ=1 and FLASHCL_SOFTMAX_NO_EXP_SHIFT=1 turn them off
      * (A/B). */
     t->exp_ftz = t->fast_exp && !fc_env_flag("FLASHCL_SOFTMAX_NO_FTZ");
-    t->exp_shift = !fc_env_flag("FLASHCL_SOFTMAX_NO_EXP_SHIFT");
+    t->exp_shift = t->exp_ftz && !fc_env_flag("FLASHCL_SOFTMAX_NO_EXP_SHIFT");
     t->nv_sleep = 0;
     if (t->sg == FC_SG_NV_PTX) t->nv_sleep = dev->nv_compute_major >= 7;
     /* st.global.cs through inline PTX, as the CUDA kernels' second pass stores (cuda/softmax.cuh). */
