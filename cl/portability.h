@@ -131,11 +131,36 @@ FC_INLINE float fc_shuffle_xor(float v, uint mask)
         return v;                                                                              \
     }
 
+#if defined(FC_SG_NV_PTX) && FC_SG_SIZE == 32
+/* A whole warp's butterfly, unrolled: a loop over a run-time width spends a counter update, a
+ * test and a branch on each step's shuffle and operation. Every lane gets the same bits (each
+ * step combines the same two values in both lanes, and OP is commutative). */
+#define FC_WARP_STEPS(OP)                                                                      \
+    v = OP(v, fc_shuffle_xor(v, 16u));                                                         \
+    v = OP(v, fc_shuffle_xor(v, 8u));                                                          \
+    v = OP(v, fc_shuffle_xor(v, 4u));                                                          \
+    v = OP(v, fc_shuffle_xor(v, 2u));                                                          \
+    v = OP(v, fc_shuffle_xor(v, 1u));
+#define FC_HAVE_WARP_STEPS 1
+#endif
+
 #if defined(FC_HAVE_SHUFFLE)
+#if defined(FC_HAVE_WARP_STEPS)
+#define FC_SHUFFLE_STEPS(OP, lanes)                                                            \
+    if (team >= (lanes)) {                                                                     \
+        FC_WARP_STEPS(OP)                                                                      \
+    } else {                                                                                   \
+        for (uint o_ = team >> 1; o_ > 0; o_ >>= 1)                                            \
+            v = OP(v, fc_shuffle_xor(v, o_));                                                  \
+    }
+#else
+#define FC_SHUFFLE_STEPS(OP, lanes)                                                            \
+    for (uint o_ = min(team, (lanes)) >> 1; o_ > 0; o_ >>= 1)                                  \
+        v = OP(v, fc_shuffle_xor(v, o_));
+#endif
 #define FC_TEAM_REDUCE_BODY(OP, SG_REDUCE)                                                     \
     const uint lanes_ = fc_sg_lanes();                                                         \
-    for (uint o_ = min(team, lanes_) >> 1; o_ > 0; o_ >>= 1)                                   \
-        v = OP(v, fc_shuffle_xor(v, o_));                                                      \
+    FC_SHUFFLE_STEPS(OP, lanes_)                                                               \
     if (team <= lanes_)                                                                        \
         return v;                                                                              \
     FC_TEAM_ACROSS_SUBGROUPS(OP, lanes_)
@@ -192,5 +217,19 @@ FC_INLINE float2 fc_team_merge(float2 md, uint team, __local float *scratch)
     const float d = fc_team_sum(md.y * exp(md.x - fc_md_ref(mx)), team, scratch);
     return (float2)(mx, d);
 }
+
+#if defined(FC_HAVE_WARP_STEPS)
+/* fc_team_merge over one warp, with no barrier and no local memory (each warp may call it on
+ * its own): every lane gets the same bits. */
+FC_INLINE float2 fc_warp_merge(float2 md)
+{
+    float v = md.x;
+    FC_WARP_STEPS(FC_OP_MAX)
+    const float mx = v;
+    v = md.y * exp(md.x - fc_md_ref(mx));
+    FC_WARP_STEPS(FC_OP_SUM)
+    return (float2)(mx, v);
+}
+#endif
 
 #endif /* FC_PORTABILITY_H */

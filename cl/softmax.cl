@@ -21,8 +21,9 @@
  *   softmax_split_row_partials_X + softmax_split_row_normalize_X_Y — few long rows: each
  *       work-group reduces one slice of a row to (m, d); then each work-group merges its row's
  *       partials in a fixed order and normalises its slice.
- *   softmax_split_row_cooperative_X_Y (FC_COOP, GPUs only) — split row in one kernel: each
- *       slice stays in registers while the row's work-groups exchange (m, d) through atomics.
+ *   softmax_split_row_cooperative_X_Y (FC_COOP, GPUs only, cl/softmax_cooperative.cl) — split
+ *       row in one kernel: each slice stays in registers while the row's work-groups exchange
+ *       (m, d) through atomics.
  *   softmax_split_row_ordered_X_Y (FC_ORDERED, cl/softmax_ordered.cl) — split row in one
  *       kernel whose work-groups are ordered by tickets so that a slice's second read hits
  *       the cache.
@@ -291,22 +292,40 @@ FC_INLINE void fc_rows_in_registers(const int xdt, const int ydt, const __global
 
 /* Loads this work-item's elements of [begin, end) as s = x * scale (-inf past end) into v
  * (quad q = elements 4 (q % (n / 4)) .. of chunk q / (n / 4)); returns their max. All loads are
- * issued before any conversion. */
-FC_INLINE float fc_held_load(const int dt, float4 *v, const uint elems, const __global void *row,
-                             uint begin, uint end, uint lane, uint team, float scale, int vec)
+ * issued before any conversion. `all` (a literal): every chunk of the team is complete, so no
+ * bounds test or mask is compiled in. */
+FC_INLINE float fc_held_load_as(const int dt, float4 *v, const uint elems,
+                                const __global void *row, uint begin, uint end, uint lane,
+                                uint team, float scale, int vec, const int all)
 {
     const uint n = FC_CHUNK(dt), chunks = elems / n;
     uint4 raw[FC_HELD_MAX / 4];
-    fc_reg_load(dt, raw, chunks, row, begin, end, lane, team, vec);
+    if (all) {
+#pragma unroll
+        for (uint c = 0; c < chunks; ++c)
+            raw[c] = fc_chunk_load_all(dt, row, FC_REG_J(c), vec);
+    } else {
+        fc_reg_load(dt, raw, chunks, row, begin, end, lane, team, vec);
+    }
     float m = -INFINITY;
 #pragma unroll
     for (uint c = 0; c < chunks; ++c)
         for (uint h = 0; h < n / 4; ++h) {
             v[c * (n / 4) + h] =
-                fc_quad_s(dt, raw[c], h, scale, FC_REG_J(c), end, FC_REG_COMPLETE(c));
+                fc_quad_s(dt, raw[c], h, scale, FC_REG_J(c), end, all || FC_REG_COMPLETE(c));
             m = fmax(m, fc_max4(v[c * (n / 4) + h]));
         }
     return m;
+}
+
+/* fc_held_load_as, with the complete case (the usual one: team-sized multiples) compiled on
+ * its own: per element, the bounds-tested form costs a select and each chunk a branch. */
+FC_INLINE float fc_held_load(const int dt, float4 *v, const uint elems, const __global void *row,
+                             uint begin, uint end, uint lane, uint team, float scale, int vec)
+{
+    if (begin + team * elems <= end)
+        return fc_held_load_as(dt, v, elems, row, begin, end, lane, team, scale, vec, 1);
+    return fc_held_load_as(dt, v, elems, row, begin, end, lane, team, scale, vec, 0);
 }
 
 /* sum(exp(v - ref)); unless log_mode the exps replace v (to be written as ydt). */
@@ -449,112 +468,6 @@ FC_INLINE ulong fc_wait_word(volatile __global ulong *word, ulong least, uint pa
 }
 #endif
 
-#if FC_COOP
-/* ---- cooperative split row (GPUs with 64-bit global atomics) -------------------------------
- * A row too long for one work-group is cut into `slices` slices of at most
- * get_local_size(0) * FC_COOP_ELEMS elements, one work-group each, held in registers as floats
- * (as in rows_held): each group publishes its slice's (m, d), waits until every slice of its row
- * has published, merges them in slice order (so every group of a row computes identical bits)
- * and writes its slice from registers: one read and one write per element. The exps are kept
- * relative to the slice's own max and rescaled once by e^(m - M) / D at the store.
- *
- * Why waiting cannot deadlock: a group takes a ticket (an atomic counter) only once it runs,
- * and the ticket, not get_group_id, says which row and slice it does. Tickets are handed out in
- * the order groups start, so the rows before the newest one are complete sets of started
- * groups, which finish without waiting for anyone not yet running; only the newest row can be
- * waiting for groups that have not started, and they start as soon as finished groups free
- * room. That needs room for `slices` groups at once: the host keeps slices <= compute units and
- * enables this only on GPUs whose resident work-groups run independently (NVIDIA, AMD). Small
- * groups (from 128 work-items, softmax_plan.c) let several share a compute unit, so one group's
- * wait overlaps another's loads.
- *
- * state[0] is the ticket counter, state[1 + r * slices + s] the published (m, d) of slice s of
- * row r (fc_md_pack), state[1 + rows * slices + r] the number of row r's slices published; the
- * host zeroes them before each launch. 0 is never a published value:
- * m = +0 means d >= 1. Everything exchanged between groups goes through atomics, so no ordering
- * between different words is relied on. */
-/* Rows of more slices than this wait on an arrival count (see below). */
-#define FC_COOP_POLL_SLOTS 32
-/* Floats each work-item holds (for 16-bit input, 64 measured slower on an H100: 59% of copy
- * bandwidth against 73% for 4096 x 32768 f16, fewer groups per compute unit). Holding 16-bit
- * slices as raw chunks instead, 64 elements a work-item in the same registers (fc_reg_*, as the
- * CUDA backend's held_bits, which gained 8-9 points there), measured slower through NVIDIA's
- * OpenCL (H100, 2026-11-25, with FC_FAST_EXP, % of copy against this kernel in the same run:
- * 4096 x 32768 f16 61.0-61.3 vs 76.8, 1024 x 131072 59.7-60.1 vs 75.6-76.2), so it was not
- * kept. */
-#ifndef FC_COOP_ELEMS
-#define FC_COOP_ELEMS 32
-#endif
-
-FC_INLINE void fc_split_row_cooperative(const int xdt, const int ydt, const __global void *x,
-                                        ulong x_off, ulong x_stride, __global void *y,
-                                        ulong y_off, ulong y_stride, ulong rows, uint cols,
-                                        uint slice_len, uint slices, float scale, int log_mode,
-                                        int vec, volatile __global ulong *state,
-                                        __local float *scratch, __local ulong *ticket)
-{
-    const uint lid = get_local_id(0), width = get_local_size(0), elems = FC_COOP_ELEMS;
-    if (lid == 0)
-        *ticket = atom_inc(&state[0]);
-    barrier(CLK_LOCAL_MEM_FENCE);
-    const ulong t = *ticket, row = t / slices;
-    const uint slice = (uint)(t % slices), begin = slice * slice_len;
-    const uint end = min(cols, begin + slice_len);
-    float4 v[FC_HELD_MAX / 4];
-
-    const float m = fc_team_max(fc_held_load(xdt, v, elems,
-                                             fc_row(xdt, x, x_off + row * x_stride), begin, end,
-                                             lid, width, scale, vec),
-                                width, scratch);
-    const float d = fc_team_sum(fc_held_exp_sum(ydt, v, elems, fc_md_ref(m), log_mode), width,
-                                  scratch);
-
-    /* Publish this slice, then gather the row's slices (lane i waits for slice i, i + width..). */
-    float2 md = (float2)(m, d);
-    if (slices > 1) {
-        volatile __global ulong *row_slots = state + 1 + row * slices;
-        volatile __global ulong *arrived = state + 1 + rows * slices + row;
-        if (lid == 0)
-            atom_xchg(&row_slots[slice], fc_md_pack(md));
-        if (slices > FC_COOP_POLL_SLOTS) {
-            /* Many slices: one word per group (the row's arrival count) is polled until the row
-             * looks complete, instead of every slot by a lane each, which measured slower for
-             * 64 x 1M (67% against 70% of copy bandwidth) but faster for few slices (4096 x
-             * 32768 f32: 98% against 94%). The count only spares the slots the polling: they are
-             * still read (and waited for) one by one below, so nothing depends on the order in
-             * which the two become visible. */
-            if (lid == 0) {
-                atom_inc(arrived);
-                fc_wait_word(arrived, slices, 200);
-            }
-            barrier(CLK_LOCAL_MEM_FENCE);
-        }
-        md = (float2)(-INFINITY, 0.0f);
-        for (uint i = lid; i < slices; i += width)
-            md = fc_md_merge(md, fc_md_unpack(fc_wait_word(&row_slots[i], 1, 200)));
-        md = fc_team_merge(md, width, scratch);
-    }
-    /* A slice of only -inf holds zeros: its factor must be 0, not e^(0 - M), which may be inf.
-     * An all -inf row has D = 0: 0 * (1 / 0) is NaN, as torch gives. */
-    const float rescale = m == -INFINITY ? 0.0f : exp(m - fc_md_ref(md.x));
-    fc_held_store(xdt, ydt, v, elems, fc_row_w(ydt, y, y_off + row * y_stride), begin, end,
-                  lid, width, vec, log_mode, md.x, rescale * (1.0f / md.y), log(md.y));
-}
-
-#define FC_COOP_KERNEL(XN, XT, XD, YN, YT, YD)                                                 \
-    __kernel void softmax_split_row_cooperative_##XN##_##YN(                                   \
-        FC_PTR_ARGS(XT, YT), ulong rows, uint cols, uint slice_len, uint slices, float scale,  \
-        int log_mode, int vec, volatile __global ulong *state)                                 \
-    {                                                                                          \
-        __local float scratch[FC_MAX_WG];                                                      \
-        __local ulong ticket;                                                                  \
-        fc_split_row_cooperative(XD, YD, x, x_off, x_stride, y, y_off, y_stride, rows, cols,   \
-                                 slice_len, slices, scale, log_mode, vec, state, scratch,      \
-                                 &ticket);                                                     \
-    }
-#else
-#define FC_COOP_KERNEL(XN, XT, XD, YN, YT, YD)
-#endif
 
 /* ---- instantiation: every (input, output) storage pair --------------------------------------- */
 #define FC_ROWS_HELD_KERNEL(E, XN, XT, XD, YN, YT, YD)                                         \
@@ -592,8 +505,7 @@ FC_INLINE void fc_split_row_cooperative(const int xdt, const int ydt, const __gl
                                slice_len, slices, scale, log_mode, vec, partials, scratch);    \
     }                                                                                          \
     FC_ROWS_HELD_KERNEL(8, XN, XT, XD, YN, YT, YD)                                           \
-    FC_ROWS_HELD_KERNEL(16, XN, XT, XD, YN, YT, YD)                                          \
-    FC_COOP_KERNEL(XN, XT, XD, YN, YT, YD)
+    FC_ROWS_HELD_KERNEL(16, XN, XT, XD, YN, YT, YD)
 
 #define FC_SPLIT_PARTIALS(XN, XT, XD)                                                          \
     __kernel void softmax_split_row_partials_##XN(__global const XT *x, ulong x_off,           \

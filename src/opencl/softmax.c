@@ -1,5 +1,6 @@
-/* Host side of cl/softmax.cl and cl/softmax_ordered.cl: build options per device, kernel
- * creation, and the launch of the variant softmax_plan.c chose for one validated request. */
+/* Host side of cl/softmax.cl, cl/softmax_cooperative.cl and cl/softmax_ordered.cl: build
+ * options per device, kernel creation, and the launch of the variant softmax_plan.c chose for
+ * one validated request. */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -8,7 +8,7 @@
  *                                       32, up to twice cap16; FLASHCL_SOFTMAX_NO_HELD32=1: 16)
  *   16-bit cols <= raw cap (8192)    -> rows in registers as raw 16-byte chunks
  *   longer rows, on GPUs that built it:
- *     a row in at most one slice per compute unit (32 for 16-bit input) -> cooperative split
+ *     a row in at most one slice per compute unit (64 for 16-bit input) -> cooperative split
  *                                       row: slices held in registers, one read, one write
  *     otherwise                      -> ticket-ordered split row (one HBM read + one L2
  *                                       re-read + one write, any number of rows)
@@ -273,10 +273,12 @@ flashcl_status fc_softmax_choose_plan(const fc_cl_context *ctx, const fc_softmax
         (fc_plan_held(p, k, desc->x_dtype, cols) || fc_plan_rir(p, k, desc->x_dtype, cols)))
         return FLASHCL_SUCCESS;
     /* Longer rows on a GPU: held in registers by cooperating work-groups, one read. 16-bit rows
-     * of more than 32 slices measured faster through the ordered split (H100, 64 x 1M f16: 63%
-     * of copy bandwidth against 56%; f32: 71% cooperative against 69%). */
+     * of more than 64 slices measured faster through the ordered split (H100, 2026-11-25, % of
+     * copy bandwidth, 64 x 1M f16 / bf16 (128 slices of 256 items): 67 against 59-60); at 64
+     * slices the cooperative one is faster (256 x 262144 f16 / bf16: 72 against 66-67; the
+     * limit was 32 slices before the kernel's reductions were trimmed). */
     if (dev->is_gpu && fc_plan_coop(p, dev, k, cols) &&
-        (desc->x_dtype == FLASHCL_F32 || p->slices <= 32 || !k->ordered))
+        (desc->x_dtype == FLASHCL_F32 || p->slices <= 64 || !k->ordered))
         return FLASHCL_SUCCESS;
     memset(p, 0, sizeof *p);
     if (k->ordered && dev->is_gpu) {

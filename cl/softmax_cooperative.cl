@@ -1,0 +1,184 @@
+/* cl/softmax_cooperative.cl — the cooperative split row (GPUs with 64-bit global atomics):
+ * rows too long for one work-group, each cut into slices held in the registers of as many
+ * work-groups, which exchange their slices' (m, d) through atomics; one read and one write per
+ * element, in one launch.
+ *
+ * What a group does besides its elements (the ticket, the merges, the exchange) is paid once
+ * per slice, and 16-bit slices carry half the bytes of f32 ones: on an H100 the 16-bit kernel
+ * was issue-bound (ncu on NVIDIA OpenCL's own PTX, run through the CUDA driver, 2026-11-25:
+ * 4096 x 32768 f16 at 65 % of issue slots, 30 instructions an element where the element work
+ * is ~9: the rest reductions, barriers, branches and index arithmetic). So on NVIDIA the exps
+ * need no reduction first, the merges are warp butterflies with one barrier each, and one warp
+ * gathers the row: 4096 x 32768 f16 / bf16 went from 82 / 78 % of copy bandwidth to 90 / 90 %,
+ * 1024 x 131072 from 81 / 77 % to 87 / 87 % (bench/results/2026-11-25-h100-session11.md). */
+#ifndef FLASHCL_EMBEDDED
+#include "softmax.cl"
+#endif
+
+#if FC_COOP /* 64-bit atomics, fc_wait_word and fc_md_pack: softmax.cl */
+
+/* A row too long for one work-group is cut into `slices` slices of at most
+ * get_local_size(0) * FC_COOP_ELEMS elements, one work-group each, held in registers as floats
+ * (as in rows_held): each group publishes its slice's (m, d), waits until every slice of its row
+ * has published, merges them in slice order (so every group of a row computes identical bits)
+ * and writes its slice from registers: one read and one write per element. The exps are kept
+ * relative to each work-item's own max and rescaled once by e^(m_own - M) / D at the store.
+ *
+ * Why waiting cannot deadlock: a group takes a ticket (an atomic counter) only once it runs,
+ * and the ticket, not get_group_id, says which row and slice it does. Tickets are handed out in
+ * the order groups start, so the rows before the newest one are complete sets of started
+ * groups, which finish without waiting for anyone not yet running; only the newest row can be
+ * waiting for groups that have not started, and they start as soon as finished groups free
+ * room. That needs room for `slices` groups at once: the host keeps slices <= compute units and
+ * enables this only on GPUs whose resident work-groups run independently (NVIDIA, AMD). Small
+ * groups (from 128 work-items, softmax_plan.c) let several share a compute unit, so one group's
+ * wait overlaps another's loads.
+ *
+ * state[0] is the ticket counter, state[1 + r * slices + s] the published (m, d) of slice s of
+ * row r (fc_md_pack), state[1 + rows * slices + r] the number of row r's slices published; the
+ * host zeroes them before each launch. 0 is never a published value:
+ * m = +0 means d >= 1. Everything exchanged between groups goes through atomics, so no ordering
+ * between different words is relied on. */
+/* Rows of more slices than this wait on an arrival count (see below). */
+#define FC_COOP_POLL_SLOTS 32
+#if FC_COOP_POLL_SLOTS > 32
+#error "FC_COOP_POLL_SLOTS: the first warp gathers up to this many slices, a lane each"
+#endif
+/* Floats each work-item holds (for 16-bit input, 64 measured slower on an H100: 59% of copy
+ * bandwidth against 73% for 4096 x 32768 f16, fewer groups per compute unit). Holding 16-bit
+ * slices as raw chunks instead, 64 elements a work-item in the same registers (fc_reg_*, as the
+ * CUDA backend's held_bits, which gained 8-9 points there), measured slower through NVIDIA's
+ * OpenCL (H100, 2026-11-25, with FC_FAST_EXP, % of copy against this kernel in the same run:
+ * 4096 x 32768 f16 61.0-61.3 vs 76.8, 1024 x 131072 59.7-60.1 vs 75.6-76.2), so it was not
+ * kept. */
+#ifndef FC_COOP_ELEMS
+#define FC_COOP_ELEMS 32
+#endif
+
+#if defined(FC_HAVE_WARP_STEPS)
+/* fc_team_merge over the work-group with one barrier: each warp merges on its own, then the
+ * items that need the result (all with `everyone`, else only the first) merge the warps'
+ * results in warp order, so all of them get the same bits. Uses scratch[0 .. width / 16); the
+ * caller orders earlier reads of it before the call. */
+FC_INLINE float2 fc_group_merge(float2 md, uint lid, uint width, int everyone,
+                                __local float *scratch)
+{
+    md = fc_warp_merge(md);
+    if ((lid & 31u) == 0) {
+        scratch[2 * (lid >> 5)] = md.x;
+        scratch[2 * (lid >> 5) + 1] = md.y;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (everyone || lid == 0) {
+        md = (float2)(scratch[0], scratch[1]);
+        for (uint w = 1; w < (width >> 5); ++w)
+            md = fc_md_merge(md, (float2)(scratch[2 * w], scratch[2 * w + 1]));
+    }
+    return md;
+}
+#endif
+
+FC_INLINE void fc_split_row_cooperative(const int xdt, const int ydt, const __global void *x,
+                                        ulong x_off, ulong x_stride, __global void *y,
+                                        ulong y_off, ulong y_stride, ulong rows, uint cols,
+                                        uint slice_len, uint slices, float scale, int log_mode,
+                                        int vec, volatile __global ulong *state,
+                                        __local float *scratch, __local ulong *ticket)
+{
+    const uint lid = get_local_id(0), width = get_local_size(0), elems = FC_COOP_ELEMS;
+    if (lid == 0)
+        *ticket = atom_inc(&state[0]);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const ulong t = *ticket, row = t / slices;
+    const uint slice = (uint)(t % slices), begin = slice * slice_len;
+    const uint end = min(cols, begin + slice_len);
+    float4 v[FC_HELD_MAX / 4];
+
+    /* The exps are taken against this work-item's own max, so no reduction stands between the
+     * loads and the exps; the store rescales them by e^(m_own - M) / D. */
+    const float m_own = fc_held_load(xdt, v, elems, fc_row(xdt, x, x_off + row * x_stride),
+                                     begin, end, lid, width, scale, vec);
+    const float d_own = fc_held_exp_sum(ydt, v, elems, fc_md_ref(m_own), log_mode);
+#if defined(FC_HAVE_WARP_STEPS)
+    /* The slice's (m, d), needed by every item only when the row is one slice (else by the
+     * first, which publishes it). Later writes to scratch come after a barrier, or from the
+     * first item itself (the gather of at most FC_COOP_POLL_SLOTS slices). */
+    float2 md = fc_group_merge((float2)(m_own, d_own), lid, width, slices == 1, scratch);
+#else
+    float2 md = fc_team_merge((float2)(m_own, d_own), width, scratch);
+#endif
+
+    /* Publish this slice, then gather the row's slices. */
+    if (slices > 1) {
+        volatile __global ulong *row_slots = state + 1 + row * slices;
+        volatile __global ulong *arrived = state + 1 + rows * slices + row;
+        if (lid == 0)
+            atom_xchg(&row_slots[slice], fc_md_pack(md));
+        if (slices > FC_COOP_POLL_SLOTS) {
+            /* Many slices: one word per group (the row's arrival count) is polled until the row
+             * looks complete, instead of every slot by a lane each, which measured slower for
+             * 64 x 1M (67% against 70% of copy bandwidth) but faster for few slices (4096 x
+             * 32768 f32: 98% against 94%). The count only spares the slots the polling: they are
+             * still read (and waited for) one by one below, so nothing depends on the order in
+             * which the two become visible. */
+            if (lid == 0) {
+                atom_inc(arrived);
+                fc_wait_word(arrived, slices, 200);
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+        }
+        md = (float2)(-INFINITY, 0.0f);
+#if defined(FC_HAVE_WARP_STEPS)
+        if (slices <= FC_COOP_POLL_SLOTS) {
+            /* The first warp gathers (lane i waits for slice i), merges across itself and
+             * hands (M, D) to the others through local memory: one barrier. (Every item
+             * gathering, as below, and a team merge measured 3-7 points of copy bandwidth
+             * slower on 16-bit slices; every warp gathering on its own, with no barrier, far
+             * slower: 32 x 4 pollers a row.) */
+            if (lid < 32u) {
+                if (lid < slices)
+                    md = fc_md_unpack(fc_wait_word(&row_slots[lid], 1, 200));
+                md = fc_warp_merge(md);
+                if (lid == 0) {
+                    scratch[0] = md.x;
+                    scratch[1] = md.y;
+                }
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+            md = (float2)(scratch[0], scratch[1]);
+        } else
+#endif
+        {
+            /* lane i waits for slices i, i + width, ... */
+            for (uint i = lid; i < slices; i += width)
+                md = fc_md_merge(md, fc_md_unpack(fc_wait_word(&row_slots[i], 1, 200)));
+#if defined(FC_HAVE_WARP_STEPS)
+            /* (past FC_COOP_POLL_SLOTS slices: after the arrival barrier, which orders the
+             * first item's reads of scratch above before these writes) */
+            md = fc_group_merge(md, lid, width, 1, scratch);
+#else
+            md = fc_team_merge(md, width, scratch);
+#endif
+        }
+    }
+    /* Items of only -inf hold zeros: their factor must be 0, not e^(0 - M), which may be inf.
+     * An all -inf row has D = 0: 0 * (1 / 0) is NaN, as torch gives. */
+    const float rescale = m_own == -INFINITY ? 0.0f : exp(m_own - fc_md_ref(md.x));
+    fc_held_store(xdt, ydt, v, elems, fc_row_w(ydt, y, y_off + row * y_stride), begin, end,
+                  lid, width, vec, log_mode, md.x, rescale * (1.0f / md.y), log(md.y));
+}
+
+#define FC_COOP_KERNEL(XN, XT, XD, YN, YT, YD)                                                 \
+    __kernel void softmax_split_row_cooperative_##XN##_##YN(                                   \
+        FC_PTR_ARGS(XT, YT), ulong rows, uint cols, uint slice_len, uint slices, float scale,  \
+        int log_mode, int vec, volatile __global ulong *state)                                 \
+    {                                                                                          \
+        __local float scratch[FC_MAX_WG];                                                      \
+        __local ulong ticket;                                                                  \
+        fc_split_row_cooperative(XD, YD, x, x_off, x_stride, y, y_off, y_stride, rows, cols,   \
+                                 slice_len, slices, scale, log_mode, vec, state, scratch,      \
+                                 &ticket);                                                     \
+    }
+
+FC_EACH_PAIR(FC_COOP_KERNEL)
+#endif /* FC_COOP */
