@@ -3,7 +3,7 @@
 # cl/softmax_cooperative.cl, cl/softmax_ordered.cl, cl/softmax_rows_vector.cl) without a GPU:
 #  1. compiles them with clang for AMD gfx90a, SPIR (spir64) and, when clang can, NVIDIA
 #     (nvptx64-nvidia-nvcl), with every option set src/opencl/softmax.c can produce for such a
-#     device, both as the library builds them (the six files concatenated, -DFLASHCL_EMBEDDED)
+#     device, both as the library builds them (the program's files concatenated, -DFLASHCL_EMBEDDED)
 #     and as a stand-alone file (cl/softmax_rows_vector.cl, which includes the others, -I cl);
 #  2. runs the program given as $1 (one small case of every variant, e.g.
 #     build/tests/test_softmax_oclgrind) under Oclgrind, with only Oclgrind's ICD visible:

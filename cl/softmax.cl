@@ -194,14 +194,15 @@ FC_INLINE void fc_stream_normalize(const int xdt, const int ydt, const __global 
 #define FC_REG_J(c) (begin + n * (lane + (c) * team))
 #define FC_REG_COMPLETE(c) (begin + n * team * ((c) + 1) <= end)
 
+/* `all` (a literal): the caller knows every chunk is complete. */
 FC_INLINE void fc_reg_load(const int dt, uint4 *raw, const uint chunks, const __global void *row,
-                           uint begin, uint end, uint lane, uint team, int vec)
+                           uint begin, uint end, uint lane, uint team, int vec, const int all)
 {
     const uint n = FC_CHUNK(dt);
 #pragma unroll
     for (uint c = 0; c < chunks; ++c)
-        raw[c] = FC_REG_COMPLETE(c) ? fc_chunk_load_all(dt, row, FC_REG_J(c), vec)
-                                    : fc_chunk_load(dt, row, FC_REG_J(c), end, vec);
+        raw[c] = all || FC_REG_COMPLETE(c) ? fc_chunk_load_all(dt, row, FC_REG_J(c), vec)
+                                           : fc_chunk_load(dt, row, FC_REG_J(c), end, vec);
 }
 
 FC_INLINE float fc_reg_max(const int dt, const uint4 *raw, const uint chunks, float scale,
@@ -272,7 +273,7 @@ FC_INLINE void fc_rows_in_registers(const int xdt, const int ydt, const __global
     uint4 raw[FC_RIR_CHUNKS];
 
     fc_reg_load(xdt, raw, FC_RIR_CHUNKS, fc_row(xdt, x, x_off + row * x_stride), 0, end, lane,
-                team, vec);
+                team, vec, 0);
     const float m = fc_team_max(fc_reg_max(xdt, raw, FC_RIR_CHUNKS, scale, 0, end, lane, team),
                                 team, scratch);
     const float d = fc_team_sum(fc_reg_sum(xdt, raw, FC_RIR_CHUNKS, scale, m, !log_mode, 0, end,
@@ -300,13 +301,7 @@ FC_INLINE float fc_held_load_as(const int dt, float4 *v, const uint elems,
 {
     const uint n = FC_CHUNK(dt), chunks = elems / n;
     uint4 raw[FC_HELD_MAX / 4];
-    if (all) {
-#pragma unroll
-        for (uint c = 0; c < chunks; ++c)
-            raw[c] = fc_chunk_load_all(dt, row, FC_REG_J(c), vec);
-    } else {
-        fc_reg_load(dt, raw, chunks, row, begin, end, lane, team, vec);
-    }
+    fc_reg_load(dt, raw, chunks, row, begin, end, lane, team, vec, all);
     float m = -INFINITY;
 #pragma unroll
     for (uint c = 0; c < chunks; ++c)

@@ -123,9 +123,9 @@ static void fc_softmax_tune(const fc_cl_device *dev, fc_softmax_tuning *t)
     /* Exps that only join a sum or end in an f16 output as ex2.approx.ftz (cl/softmax_exp.h
      * says why that is exact), and those that end in a bf16 output as the .ftz ex2 of the
      * argument shifted by 64, scaled back by 2^-64: two instructions an element fewer. H100
-     * (2026-11-25), % of copy bandwidth against neither, same call: 4096x32768 f16 82.6-83.1 vs 76.8, 1024x131072 f16 81.7-82.0 vs 75.5-75.8,
-     * bf16 (shift) 78.4 vs 75.9 and 77.7-77.8 vs 75.1; 64x1M / 8x8M f16 +1 point; short rows
-     * within noise. FLASHCL_SOFTMAX_NO_FTZ=1 and FLASHCL_SOFTMAX_NO_EXP_SHIFT=1 turn them off
+     * (2026-11-25), % of copy bandwidth against neither, same call: 4096x32768 f16 82.6-83.1
+     * vs 76.8, 1024x131072 f16 81.7-82.0 vs 75.5-75.8, bf16 (shift) 78.4 vs 75.9 and 77.7-77.8
+     * vs 75.1; 64x1M / 8x8M f16 +1 point; short rows within noise. FLASHCL_SOFTMAX_NO_FTZ=1 and FLASHCL_SOFTMAX_NO_EXP_SHIFT=1 turn them off
      * (A/B). */
     t->exp_ftz = t->fast_exp && !fc_env_flag("FLASHCL_SOFTMAX_NO_FTZ");
     t->exp_shift = t->exp_ftz && !fc_env_flag("FLASHCL_SOFTMAX_NO_EXP_SHIFT");
