@@ -64,11 +64,17 @@ static void fc_softmax_tune(const fc_cl_device *dev, fc_softmax_tuning *t)
         t->coop = (dev->vendor == FC_VENDOR_NVIDIA || dev->vendor == FC_VENDOR_AMD) &&
                   dev->compute_units >= 2 &&
                   dev->has_int64_atomics;
-        /* A quarter of an H100's 50 MB L2 per direction (the reads between a slice's two reads
-         * and as many writes), leaving room for the L2's halves and the work in flight. */
+        /* A sixth of an H100's 50 MB L2 per direction (the reads between a slice's two reads
+         * and as many writes). A probe re-reading S MiB while writing S MiB evict-first kept
+         * the re-reads at the write rate up to S = 8 and lost them past 16; the ordered split
+         * measured best at 6-8 MiB (H100, 2026-11-25, % of copy, 12 MiB -> 8: 64 x 1M f16
+         * 67.7 -> 73.0, 128 x 512K f16 67.5 -> 74.3, 32 x 2M f16 67.9 -> 70.4, f32 68.1 ->
+         * 72.4; 16 MiB and more lost to 12 (bench/results/2026-11-25-h100-session12.md). NVIDIA's
+         * OpenCL reports a 4224 KiB global memory cache for an H100 (not its L2), so the
+         * figure is not taken from the device. */
         t->ordered = (dev->vendor == FC_VENDOR_NVIDIA || dev->vendor == FC_VENDOR_AMD) &&
                      dev->has_int64_atomics;
-        t->l2_budget = (cl_ulong)12 << 20;
+        t->l2_budget = (cl_ulong)8 << 20;
     } else {
         /* CPUs (PoCL): work-items are loop iterations vectorised across lanes; a few hundred
          * per work-group keep private arrays in cache. No cooperative path: CPU threads give

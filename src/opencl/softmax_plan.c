@@ -8,7 +8,7 @@
  *                                       32, up to twice cap16; FLASHCL_SOFTMAX_NO_HELD32=1: 16)
  *   16-bit cols <= raw cap (8192)    -> rows in registers as raw 16-byte chunks
  *   longer rows, on GPUs that built it:
- *     a row in at most one slice per compute unit (64 for 16-bit input) -> cooperative split
+ *     a row in at most one slice per compute unit (64 for 16-bit input past 4 rows) -> coop. split
  *                                       row: slices held in registers, one read, one write
  *     otherwise                      -> ticket-ordered split row (one HBM read + one L2
  *                                       re-read + one write, any number of rows)
@@ -20,8 +20,10 @@
  *   few long rows -> cooperative split row (f32 input, where built), else the 3-pass split row.
  * FLASHCL_SOFTMAX_NO_COOP=1 leaves the cooperative split row out (then the ordered split);
  * FLASHCL_SOFTMAX_COOP_WG=n sets its smallest work-group (tuning; 128 by default).
- * FLASHCL_SOFTMAX_L2_BUDGET_KB=N overrides the ordered split's cache budget (12288 on GPUs:
- * the input bytes read between a slice's two reads, as many written).
+ * FLASHCL_SOFTMAX_L2_BUDGET_KB=N overrides the ordered split's cache budget (8192 on GPUs:
+ * the input bytes read between a slice's two reads, as many written);
+ * FLASHCL_SOFTMAX_ORDERED_SLICE_KB=N and FLASHCL_SOFTMAX_ORDERED_WG=n its slices' input bytes
+ * (32) and a smaller work-group (tuning; the H100 sweep of session 12 kept 32 KiB and 256).
  * FLASHCL_SOFTMAX_TRACE=1 prints each call's plan on stderr, and the kernels' work-group limits
  * when a context creates them (softmax.c).
  * Forced variants run whenever they can: ROW_IN_REGISTERS takes rows held or raw (UNSUPPORTED
@@ -164,12 +166,20 @@ static void fc_plan_ordered(fc_plan *p, const fc_softmax_kernels *k, flashcl_dty
                             int64_t rows, int64_t cols)
 {
     const uint64_t xb = fc_dtype_bytes(x_dtype), ucols = (uint64_t)cols;
-    const uint64_t unit = (uint64_t)k->ordered_wg * fc_chunk_elems(x_dtype) * k->stream_unroll;
-    const uint64_t target = unit * (32768 / (unit * xb) > 0 ? 32768 / (unit * xb) : 1);
     const char *env = getenv("FLASHCL_SOFTMAX_L2_BUDGET_KB");
+    const char *slice_env = getenv("FLASHCL_SOFTMAX_ORDERED_SLICE_KB");
+    const char *wg_env = getenv("FLASHCL_SOFTMAX_ORDERED_WG");
+    const uint64_t slice_bytes = slice_env && atoi(slice_env) > 0 ? (uint64_t)atoi(slice_env) << 10
+                                                                  : 32768;
+    size_t wg = k->ordered_wg;
+    if (wg_env && atoi(wg_env) >= 32 && fc_ceil_pow2((size_t)atoi(wg_env)) < wg)
+        wg = fc_ceil_pow2((size_t)atoi(wg_env));
+    uint64_t unit = (uint64_t)wg * fc_chunk_elems(x_dtype) * k->stream_unroll;
+    if (unit * xb > slice_bytes) unit = (uint64_t)wg * fc_chunk_elems(x_dtype);
+    const uint64_t target = unit * (slice_bytes / (unit * xb) > 0 ? slice_bytes / (unit * xb) : 1);
     uint64_t budget = k->l2_budget, lag;
     if (env && atoi(env) > 0) budget = (uint64_t)atoi(env) << 10;
-    fc_plan_slices(p, FC_PLAN_ORDERED, k->ordered_wg, ucols, (ucols + target - 1) / target, unit);
+    fc_plan_slices(p, FC_PLAN_ORDERED, wg, ucols, (ucols + target - 1) / target, unit);
     lag = budget / (p->slice_len * xb);
     if (lag < p->slices) lag = p->slices;
     if (lag > (uint64_t)rows * p->slices) lag = (uint64_t)rows * p->slices;
@@ -276,9 +286,13 @@ flashcl_status fc_softmax_choose_plan(const fc_cl_context *ctx, const fc_softmax
      * of more than 64 slices measured faster through the ordered split (H100, 2026-11-25, % of
      * copy bandwidth, 64 x 1M f16 / bf16 (128 slices of 256 items): 67 against 59-60); at 64
      * slices the cooperative one is faster (256 x 262144 f16 / bf16: 72 against 66-67; the
-     * limit was 32 slices before the kernel's reductions were trimmed). */
+     * limit was 32 slices before the kernel's reductions were trimmed). Up to 4 rows it is
+     * faster at any count, as the ordered split's 32 KiB slices leave most of the device idle
+     * (H100, 2026-11-25, ms, cooperative against ordered: 3 x 1000003 f16 0.030 vs 0.041,
+     * 4 x 1M 0.0163-0.0165 vs 0.0188-0.0191, 2 x 1M 0.0139 vs 0.0153; from 16 rows the
+     * ordered split wins, 16 x 1M 0.0387 vs 0.0442). */
     if (dev->is_gpu && fc_plan_coop(p, dev, k, cols) &&
-        (desc->x_dtype == FLASHCL_F32 || p->slices <= 64 || !k->ordered))
+        (desc->x_dtype == FLASHCL_F32 || p->slices <= 64 || rows <= 4 || !k->ordered))
         return FLASHCL_SUCCESS;
     memset(p, 0, sizeof *p);
     if (k->ordered && dev->is_gpu) {
