@@ -461,6 +461,17 @@ FC_INLINE ulong fc_wait_word(volatile __global ulong *word, ulong least, uint pa
     }
     return w;
 }
+
+/* The split-row kernels' words live in two regions that alternate between launches
+ * (src/opencl/split_state.c): each launch's work-groups zero, `per` words each (the host's
+ * division: a division here cost the 16-bit cooperative split a point of copy bandwidth), the
+ * `words` words that the launch before used in the other region, so the next finds them 0. */
+FC_INLINE void fc_clear_previous(volatile __global ulong *other, uint words, uint per)
+{
+    const uint begin = (uint)get_group_id(0) * per, end = min(words, begin + per);
+    for (uint i = begin + (uint)get_local_id(0); i < end; i += (uint)get_local_size(0))
+        other[i] = 0;
+}
 #endif
 
 

@@ -35,8 +35,8 @@
  * wait overlaps another's loads.
  *
  * state[0] is the ticket counter, state[1 + r * slices + s] the published (m, d) of slice s of
- * row r (fc_md_pack), state[1 + rows * slices + r] the number of row r's slices published; the
- * host zeroes them before each launch. 0 is never a published value:
+ * row r (fc_md_pack), state[1 + rows * slices + r] the number of row r's slices published; they
+ * are 0 when the launch starts (fc_clear_previous). 0 is never a published value:
  * m = +0 means d >= 1. Everything exchanged between groups goes through atomics, so no ordering
  * between different words is relied on. */
 /* Rows of more slices than this wait on an arrival count (see below). */
@@ -171,13 +171,15 @@ FC_INLINE void fc_split_row_cooperative(const int xdt, const int ydt, const __gl
 #define FC_COOP_KERNEL(XN, XT, XD, YN, YT, YD)                                                 \
     __kernel void softmax_split_row_cooperative_##XN##_##YN(                                   \
         FC_PTR_ARGS(XT, YT), ulong rows, uint cols, uint slice_len, uint slices, float scale,  \
-        int log_mode, int vec, volatile __global ulong *state)                                 \
+        int log_mode, int vec, volatile __global ulong *state, ulong state_off,                \
+        ulong clear_off, uint clear_words, uint clear_per)                                     \
     {                                                                                          \
         __local float scratch[FC_MAX_WG];                                                      \
         __local ulong ticket;                                                                  \
+        fc_clear_previous(state + clear_off, clear_words, clear_per);                          \
         fc_split_row_cooperative(XD, YD, x, x_off, x_stride, y, y_off, y_stride, rows, cols,   \
-                                 slice_len, slices, scale, log_mode, vec, state, scratch,      \
-                                 &ticket);                                                     \
+                                 slice_len, slices, scale, log_mode, vec, state + state_off,   \
+                                 scratch, &ticket);                                            \
     }
 
 FC_EACH_PAIR(FC_COOP_KERNEL)

@@ -22,11 +22,11 @@
  * longer than the cache, the slices read last are the likeliest to be there still.
  *
  * state[0] is the ticket counter; state[1 + r * slices + s] the published (m, d) of slice s of
- * row r, state[1 + rows * slices + r] row r's merged (m, d) (fc_md_pack); the host zeroes them
- * before each launch (0 is never a published value, see softmax.cl). The row's first normalise
- * item merges the partials in slice order and publishes the result, which the row's other
- * normalise items wait for (an earlier ticket): all of a row's slices are normalised by
- * identical bits. */
+ * row r, state[1 + rows * slices + r] row r's merged (m, d) (fc_md_pack); they are 0 when the
+ * launch starts (fc_clear_previous in softmax.cl; 0 is never a published value). The row's
+ * first normalise item merges the partials in slice order and publishes the result, which the
+ * row's other normalise items wait for (an earlier ticket): all of a row's slices are
+ * normalised by identical bits. */
 #ifndef FLASHCL_EMBEDDED
 #include "softmax_cooperative.cl" /* and through it softmax.cl */
 #endif
@@ -109,13 +109,15 @@ FC_INLINE void fc_split_row_ordered(const int xdt, const int ydt, const __global
 #define FC_ORDERED_PAIR(XN, XT, XD, YN, YT, YD)                                                \
     __kernel void softmax_split_row_ordered_##XN##_##YN(                                       \
         FC_PTR_ARGS(XT, YT), ulong rows, uint cols, uint slice_len, uint slices, ulong lag,    \
-        int reverse, float scale, int log_mode, int vec, volatile __global ulong *state)        \
+        int reverse, float scale, int log_mode, int vec, volatile __global ulong *state,        \
+        ulong state_off, ulong clear_off, uint clear_words, uint clear_per)                    \
     {                                                                                          \
         __local float scratch[FC_MAX_WG];                                                      \
         __local ulong ticket, row_md;                                                          \
+        fc_clear_previous(state + clear_off, clear_words, clear_per);                          \
         fc_split_row_ordered(XD, YD, x, x_off, x_stride, y, y_off, y_stride, rows, cols,       \
-                             slice_len, slices, lag, reverse, scale, log_mode, vec, state,     \
-                             scratch, &ticket, &row_md);                                       \
+                             slice_len, slices, lag, reverse, scale, log_mode, vec,            \
+                             state + state_off, scratch, &ticket, &row_md);                    \
     }
 
 FC_EACH_PAIR(FC_ORDERED_PAIR)

@@ -125,6 +125,34 @@ static void test_unusual_shapes(void **state)
     }
 }
 
+/* The split rows' synchronisation words are not zeroed by the host before each launch: each
+ * launch clears the words the launch before it used (src/opencl/split_state.c), and the host
+ * clears them only when a launch is too small to. Large, small and medium SPLIT_ROW calls in
+ * turn, in f32 and 16-bit, through the cooperative and the ordered split (2 KiB slices: many
+ * words a launch), each checked: a word left over from an earlier launch would hand out wrong
+ * tickets or (m, d) values. */
+static void test_split_state_reuse(void **state)
+{
+    (void)state;
+    const int64_t shapes[][2] = {{64, 65537}, {1, 1000}, {5, 65537}, {2, 4097}};
+    setenv("FLASHCL_SOFTMAX_ORDERED_SLICE_KB", "2", 1);
+    for (int round = 0; round < 4; round++) {
+        if (round == 2) setenv("FLASHCL_SOFTMAX_NO_COOP", "1", 1);
+        for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+            tu_softmax_case c = {0};
+            c.xt = (round + (int)si) % 2 ? FLASHCL_F16 : FLASHCL_F32;
+            c.yt = c.xt;
+            c.rows = shapes[si][0];
+            c.cols = shapes[si][1];
+            c.variant = FLASHCL_SOFTMAX_SPLIT_ROW;
+            c.log = round == 1;
+            tu_softmax_check(g_ctx, &c, tu_base_seed() + (uint64_t)(round * 8 + (int)si), NULL);
+        }
+    }
+    unsetenv("FLASHCL_SOFTMAX_NO_COOP");
+    unsetenv("FLASHCL_SOFTMAX_ORDERED_SLICE_KB");
+}
+
 /* FLASHCL_SOFTMAX_LEGACY=1 restores the variant choice from before the rows held as floats and
  * the ordered split row (softmax_plan.c): the raw-chunk rows in registers for every row that
  * fits, and the cooperative or 3-pass split row, which the tests above no longer reach where
@@ -148,6 +176,7 @@ int main(void)
         cmocka_unit_test(test_split_row),
         cmocka_unit_test(test_split_row_without_cooperative),
         cmocka_unit_test(test_unusual_shapes),
+        cmocka_unit_test(test_split_state_reuse),
         cmocka_unit_test(test_legacy_choices),
     };
     int failures = cmocka_run_group_tests(tests, NULL, NULL);

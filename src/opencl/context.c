@@ -24,6 +24,7 @@ static void cl_context_destroy(void *opaque) {
     if (ctx->queue) clFinish(ctx->queue);
     fc_cl_release_programs(ctx);
     if (ctx->scratch) clReleaseMemObject(ctx->scratch);
+    if (ctx->split_state) clReleaseMemObject(ctx->split_state);
     if (ctx->attention_scratch) clReleaseMemObject(ctx->attention_scratch);
     if (ctx->queue) clReleaseCommandQueue(ctx->queue);
     if (ctx->context) clReleaseContext(ctx->context);

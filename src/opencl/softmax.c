@@ -9,6 +9,7 @@
 #include "../error.h"
 #include "../text.h"
 #include "softmax_plan.h"
+#include "split_state.h"
 
 /* ---- tuning per device ------------------------------------------------------------------------ */
 
@@ -414,37 +415,10 @@ static flashcl_status fc_launch(fc_cl_context *ctx, cl_kernel kernel, const fc_a
     return fc_cl_fail(err, what);
 }
 
-/* The launches of one request depend on each other through the scratch buffer. An in-order
- * queue (flashcl's own) orders them; a queue the application made out-of-order gets barriers. */
-static flashcl_status fc_order(fc_cl_context *ctx, int out_of_order)
-{
-    cl_int err;
-    if (!out_of_order) return FLASHCL_SUCCESS;
-    err = clEnqueueBarrierWithWaitList(ctx->queue, 0, NULL, NULL);
-    return err == CL_SUCCESS ? FLASHCL_SUCCESS
-                             : fc_cl_fail(err, "clEnqueueBarrierWithWaitList(softmax)");
-}
-
-/* The scratch buffer as `bytes` of zeros (ticket counters and published words of the
- * cooperative and ordered split rows start at 0), ordered before the kernel that uses it. */
-static flashcl_status fc_zeroed_state(fc_cl_context *ctx, size_t bytes, int out_of_order,
-                                      cl_mem *state)
-{
-    const cl_ulong zero = 0;
-    cl_int err;
-    flashcl_status st = fc_scratch_reserve(ctx, bytes);
-    if (st == FLASHCL_SUCCESS) st = fc_order(ctx, out_of_order);
-    if (st != FLASHCL_SUCCESS) return st;
-    *state = ctx->scratch;
-    err = clEnqueueFillBuffer(ctx->queue, *state, &zero, sizeof zero, 0, bytes, 0, NULL, NULL);
-    if (err != CL_SUCCESS) return fc_cl_fail(err, "clEnqueueFillBuffer(softmax split-row state)");
-    return fc_order(ctx, out_of_order);
-}
-
 /* Enqueues rows [0, n) of one batch whose first row is at element x_off / y_off. */
 static flashcl_status fc_enqueue_batch(fc_cl_context *ctx, const fc_softmax_desc *desc,
                                        const fc_plan *p, cl_ulong n, cl_ulong x_off,
-                                       cl_ulong y_off, cl_int vec, int out_of_order)
+                                       cl_ulong y_off, cl_int vec)
 {
     const fc_softmax_kernels *k = &ctx->softmax;
     const int xd = (int)desc->x_dtype, yd = (int)desc->y_dtype;
@@ -480,19 +454,17 @@ static flashcl_status fc_enqueue_batch(fc_cl_context *ctx, const fc_softmax_desc
                                FC_ARG(scale), FC_ARG(log_mode), FC_ARG(vec)};
         return fc_launch(ctx, k->online_chunked[xd][yd], args, 11, p->groups, p->wg);
     }
-    case FC_PLAN_SPLIT: {
+    case FC_PLAN_SPLIT: { /* two launches; the queue is in order (context.c refuses others) */
         const size_t groups = (size_t)n * p->slices;
         cl_mem partials;
         st = fc_scratch_reserve(ctx, groups * 2 * sizeof(cl_float));
         partials = ctx->scratch;
-        if (st == FLASHCL_SUCCESS) st = fc_order(ctx, out_of_order);
         if (st == FLASHCL_SUCCESS) {
             const fc_arg args[] = {FC_ARG(x),      FC_ARG(x_off),     FC_ARG(x_stride),
                                    FC_ARG(cols),   FC_ARG(slice_len), FC_ARG(slices),
                                    FC_ARG(scale),  FC_ARG(vec),       FC_ARG(partials)};
             st = fc_launch(ctx, k->split_row_partials[xd], args, 9, groups, p->wg);
         }
-        if (st == FLASHCL_SUCCESS) st = fc_order(ctx, out_of_order);
         if (st == FLASHCL_SUCCESS) {
             const fc_arg args[] = {FC_ARG(x),        FC_ARG(x_off),     FC_ARG(x_stride),
                                    FC_ARG(y),        FC_ARG(y_off),     FC_ARG(y_stride),
@@ -504,36 +476,40 @@ static flashcl_status fc_enqueue_batch(fc_cl_context *ctx, const fc_softmax_desc
         return st;
     }
     case FC_PLAN_COOP: {
-        const size_t groups = (size_t)n * p->slices;
-        cl_mem state = NULL;
-        st = fc_zeroed_state(ctx, (1 + groups + (size_t)n) * sizeof(cl_ulong), out_of_order,
-                             &state);
+        const size_t groups = (size_t)n * p->slices, words = 1 + groups + (size_t)n;
+        fc_split_state s;
+        st = fc_split_state_acquire(ctx, words, groups, p->wg, &s);
         if (st == FLASHCL_SUCCESS) {
-            const fc_arg args[] = {FC_ARG(x),        FC_ARG(x_off),     FC_ARG(x_stride),
-                                   FC_ARG(y),        FC_ARG(y_off),     FC_ARG(y_stride),
-                                   FC_ARG(n),        FC_ARG(cols),      FC_ARG(slice_len),
-                                   FC_ARG(slices),   FC_ARG(scale),     FC_ARG(log_mode),
-                                   FC_ARG(vec),      FC_ARG(state)};
-            st = fc_launch(ctx, k->split_row_cooperative[xd][yd], args, 14, groups, p->wg);
+            const fc_arg args[] = {FC_ARG(x),           FC_ARG(x_off),       FC_ARG(x_stride),
+                                   FC_ARG(y),           FC_ARG(y_off),       FC_ARG(y_stride),
+                                   FC_ARG(n),           FC_ARG(cols),        FC_ARG(slice_len),
+                                   FC_ARG(slices),      FC_ARG(scale),       FC_ARG(log_mode),
+                                   FC_ARG(vec),         FC_ARG(s.buffer),    FC_ARG(s.state_off),
+                                   FC_ARG(s.clear_off), FC_ARG(s.clear_words),
+                                   FC_ARG(s.clear_per)};
+            st = fc_launch(ctx, k->split_row_cooperative[xd][yd], args, 18, groups, p->wg);
         }
+        if (st == FLASHCL_SUCCESS) fc_split_state_commit(ctx, words);
         return st;
     }
     case FC_PLAN_ORDERED: {
         const size_t items = (size_t)n * p->slices;
         const cl_ulong lag = p->lag < items ? p->lag : (cl_ulong)items; /* a batch may be short */
         const cl_int reverse = p->reverse;
-        cl_mem state = NULL;
-        st = fc_zeroed_state(ctx, (1 + items + (size_t)n) * sizeof(cl_ulong), out_of_order,
-                             &state);
+        const size_t words = 1 + items + (size_t)n;
+        fc_split_state s;
+        st = fc_split_state_acquire(ctx, words, 2 * items, p->wg, &s);
         if (st == FLASHCL_SUCCESS) {
-            const fc_arg args[] = {FC_ARG(x),     FC_ARG(x_off),     FC_ARG(x_stride),
-                                   FC_ARG(y),     FC_ARG(y_off),     FC_ARG(y_stride),
-                                   FC_ARG(n),     FC_ARG(cols),      FC_ARG(slice_len),
-                                   FC_ARG(slices), FC_ARG(lag),      FC_ARG(reverse),
-                                   FC_ARG(scale), FC_ARG(log_mode),  FC_ARG(vec),
-                                   FC_ARG(state)};
-            st = fc_launch(ctx, k->split_row_ordered[xd][yd], args, 16, 2 * items, p->wg);
+            const fc_arg args[] = {FC_ARG(x),           FC_ARG(x_off),       FC_ARG(x_stride),
+                                   FC_ARG(y),           FC_ARG(y_off),       FC_ARG(y_stride),
+                                   FC_ARG(n),           FC_ARG(cols),        FC_ARG(slice_len),
+                                   FC_ARG(slices),      FC_ARG(lag),         FC_ARG(reverse),
+                                   FC_ARG(scale),       FC_ARG(log_mode),    FC_ARG(vec),
+                                   FC_ARG(s.buffer),    FC_ARG(s.state_off), FC_ARG(s.clear_off),
+                                   FC_ARG(s.clear_words), FC_ARG(s.clear_per)};
+            st = fc_launch(ctx, k->split_row_ordered[xd][yd], args, 20, 2 * items, p->wg);
         }
+        if (st == FLASHCL_SUCCESS) fc_split_state_commit(ctx, words);
         return st;
     }
     case FC_PLAN_VECTOR: {
@@ -559,7 +535,6 @@ flashcl_status fc_cl_softmax(void *vctx, const fc_softmax_desc *desc)
     const cl_ulong chunk = fc_chunk_elems(desc->x_dtype);
     const cl_int vec = x_off % chunk == 0 && y_off % chunk == 0 &&
                        (rows == 1 || (x_stride % chunk == 0 && y_stride % chunk == 0));
-    cl_command_queue_properties props = 0;
     cl_ulong batch, row0;
     fc_plan p;
     flashcl_status st;
@@ -580,7 +555,6 @@ flashcl_status fc_cl_softmax(void *vctx, const fc_softmax_desc *desc)
                 (long long)desc->rows, (long long)desc->cols, names[p.kind], p.wg, p.team,
                 p.elems, p.slices, (unsigned long long)p.slice_len, (unsigned long long)p.lag);
     }
-    clGetCommandQueueInfo(ctx->queue, CL_QUEUE_PROPERTIES, sizeof props, &props, NULL);
 
     /* Launches stay below 2^31 work-items; chunked work-groups loop over rows. */
     if (p.kind == FC_PLAN_RIR || p.kind == FC_PLAN_HELD)
@@ -599,7 +573,7 @@ flashcl_status fc_cl_softmax(void *vctx, const fc_softmax_desc *desc)
     for (row0 = 0; row0 < rows && st == FLASHCL_SUCCESS; row0 += batch) {
         const cl_ulong count = rows - row0 < batch ? rows - row0 : batch;
         st = fc_enqueue_batch(ctx, desc, &p, count, x_off + row0 * x_stride, y_off + row0 * y_stride,
-                              vec, (props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE) != 0);
+                              vec);
     }
     mtx_unlock(&ctx->launch_lock);
     return st;
