@@ -81,14 +81,15 @@ nv_fast_out=""
 nv_ftz_out=""
 if "$CLANG" -x cl -cl-std=CL1.2 -target nvptx64-nvidia-nvcl -S -o /dev/null - </dev/null >/dev/null 2>&1; then
     NV="-target nvptx64-nvidia-nvcl -S -Xclang -cl-ext=+cl_khr_int64_base_atomics"
-    nv_common="-DFC_SG_NV_PTX -DFC_SG_SIZE=32 -DFC_RIR_CHUNKS=4 -DFC_STREAM_UNROLL=4 -DFC_COOP_ELEMS=32 -DFC_HALF_IMPL=2 -DFC_MAX_WG=1024 -DFC_STREAM_STORES=1"
+    nv_common="-DFC_SG_NV_PTX -DFC_SG_SIZE=32 -DFC_RIR_CHUNKS=4 -DFC_STREAM_UNROLL=4 -DFC_HALF_IMPL=2 -DFC_MAX_WG=1024 -DFC_STREAM_STORES=1"
+    # FC_COOP_ELEMS: 32 in the f32 program, 64 in the 16-bit ones (softmax.c)
     nv_out="$work/out.${#jobs_list[@]}"
-    job nvptx embedded "$NV" "$nv_common -DFC_COOP=1 -DFC_ORDERED=1 -DFC_NV_CVT2=1"
-    job nvptx standalone "$NV" "$nv_common -DFC_COOP=0"
+    job nvptx embedded "$NV" "$nv_common -DFC_COOP_ELEMS=32 -DFC_COOP=1 -DFC_ORDERED=1 -DFC_NV_CVT2=1"
+    job nvptx standalone "$NV" "$nv_common -DFC_COOP_ELEMS=32 -DFC_COOP=0"
     nv_fast_out="$work/out.${#jobs_list[@]}" # the 16-bit programs (FC_DTYPES 2 and 4)
-    job nvptx embedded "$NV" "$nv_common -DFC_COOP=1 -DFC_ORDERED=1 -DFC_NV_CVT2=1 -DFC_FAST_EXP=1 -DFC_DTYPES=6"
+    job nvptx embedded "$NV" "$nv_common -DFC_COOP_ELEMS=64 -DFC_COOP=1 -DFC_ORDERED=1 -DFC_NV_CVT2=1 -DFC_FAST_EXP=1 -DFC_DTYPES=6"
     nv_ftz_out="$work/out.${#jobs_list[@]}" # and with the .ftz / shifted exps (the default there)
-    job nvptx embedded "$NV" "$nv_common -DFC_COOP=1 -DFC_ORDERED=1 -DFC_NV_CVT2=1 -DFC_FAST_EXP=1 -DFC_EXP_FTZ=1 -DFC_EXP_SHIFT=1 -DFC_DTYPES=6"
+    job nvptx embedded "$NV" "$nv_common -DFC_COOP_ELEMS=64 -DFC_COOP=1 -DFC_ORDERED=1 -DFC_NV_CVT2=1 -DFC_FAST_EXP=1 -DFC_EXP_FTZ=1 -DFC_EXP_SHIFT=1 -DFC_DTYPES=6"
 else
     echo "  skip  nvptx: $CLANG has no nvptx64-nvidia-nvcl target"
 fi

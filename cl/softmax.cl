@@ -289,7 +289,11 @@ FC_INLINE void fc_rows_in_registers(const int xdt, const int ydt, const __global
  * exp per element (the raw-bits kernel above pays three and two, which made it compute-bound on
  * 16-bit data). 16 floats is the register footprint of the raw kernel on f32; 8 serves short
  * rows with twice the work-items (more loads in flight for the same bytes). */
+#if defined(FC_COOP_ELEMS) && FC_COOP_ELEMS > 32 /* the cooperative split's (NVIDIA, 16-bit) */
+#define FC_HELD_MAX FC_COOP_ELEMS
+#else
 #define FC_HELD_MAX 32
+#endif
 
 /* Loads this work-item's elements of [begin, end) as s = x * scale (-inf past end) into v
  * (quad q = elements 4 (q % (n / 4)) .. of chunk q / (n / 4)); returns their max. All loads are

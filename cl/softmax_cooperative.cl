@@ -44,8 +44,9 @@
 #if FC_COOP_POLL_SLOTS > 32
 #error "FC_COOP_POLL_SLOTS: the first warp gathers up to this many slices, a lane each"
 #endif
-/* Floats each work-item holds (for 16-bit input, 64 measured slower on an H100: 59% of copy
- * bandwidth against 73% for 4096 x 32768 f16, fewer groups per compute unit). Holding 16-bit
+/* Floats each work-item holds: 32, and 64 in NVIDIA's 16-bit programs (softmax.c; 64 measured
+ * slower there in session 4, 59% of copy bandwidth against 73% for 4096 x 32768 f16, and faster
+ * once the kernel's reductions were trimmed in session 11: 92.6% against 90.3%). Holding 16-bit
  * slices as raw chunks instead, 64 elements a work-item in the same registers (fc_reg_*, as the
  * CUDA backend's held_bits, which gained 8-9 points there), measured slower through NVIDIA's
  * OpenCL (H100, 2026-11-25, with FC_FAST_EXP, % of copy against this kernel in the same run:

@@ -74,7 +74,8 @@ typedef struct fc_softmax_kernels {
     cl_kernel split_row_ordered[FC_DTYPE_COUNT][FC_DTYPE_COUNT]; /* NULL when not built */
     cl_kernel rows_vector[FC_DTYPE_COUNT][FC_DTYPE_COUNT];       /* CPUs only; else NULL */
     unsigned rir_chunks;                 /* 16-byte chunks per work-item (FC_RIR_CHUNKS) */
-    unsigned coop_elems;                 /* FC_COOP_ELEMS: cooperative floats per item */
+    unsigned coop_elems[FC_DTYPE_COUNT]; /* FC_COOP_ELEMS by input dtype: cooperative floats
+                                            per item */
     size_t rir_max_wg;                   /* largest team / work-group (a power of two) */
     size_t rir_group_wg;                 /* work-group size when several short rows share one */
     size_t chunked_wg, split_wg, coop_wg;

@@ -17,7 +17,7 @@ typedef struct fc_softmax_tuning {
     fc_subgroup_kind sg;
     int sg_size;
     size_t max_wg;          /* largest work-group of any softmax kernel (sizes __local arrays) */
-    unsigned rir_chunks, stream_unroll, coop_elems, half_impl;
+    unsigned rir_chunks, stream_unroll, coop_elems, coop_elems16, half_impl;
     int fast_exp;           /* FC_FAST_EXP: PTX ex2-based exp (NVIDIA) */
     int exp_ftz;            /* FC_EXP_FTZ: its .ftz form where that is exact */
     int exp_shift;          /* FC_EXP_SHIFT: with it, a shifted .ftz form for bf16 outputs */
@@ -114,7 +114,13 @@ static void fc_softmax_tune(const fc_cl_device *dev, fc_softmax_tuning *t)
     if (t->chunked_wg > t->max_wg) t->chunked_wg = t->max_wg;
     if (t->split_wg > t->max_wg) t->split_wg = t->max_wg;
     if (t->coop_wg > t->max_wg) t->coop_wg = t->max_wg;
+    /* Floats a work-item of the cooperative split row holds: 32, and 64 for 16-bit input on
+     * NVIDIA, whose slices are then twice as long (fewer per row, half the fixed cost a byte).
+     * H100, 2026-11-25, % of copy, 32 -> 64 (bench/results/2026-11-25-h100-session12.md):
+     * 1024x131072 f16 87.7 -> 90.0, 4096x32768 f16 90.3 -> 92.6, 256x262144 f16 70.7 -> 83.7;
+     * f32 with 64 fell to 56-63 (its program is capped at 64 registers), 48 lay between. */
     t->coop_elems = 32;
+    t->coop_elems16 = t->sg == FC_SG_NV_PTX ? 64 : 32;
     /* f16 conversions: NVIDIA's vload/vstore_half are scalar and its compiler accepts PTX cvt;
      * CPUs take vload_half4 / vstore_half4_rte, which PoCL vectorises (2-core AVX-512 machine,
      * 2026-11-22, f16 softmax: 4096x1024 5.9 ms against 18.2 with the integer code, 64x65536
@@ -170,7 +176,7 @@ void fc_cl_softmax_options(const fc_cl_device *dev, int part, char *out, size_t 
              "-DFC_STREAM_STORES=%d -DFC_NV_CVT2=%d -DFC_ROWS_VECTOR=%d -DFC_DTYPES=%d "
              "-DFC_EXP_FTZ=%d -DFC_EXP_SHIFT=%d",
              extra, t.cl_std, sg_define[t.sg], t.sg_size, t.max_wg, t.rir_chunks, t.stream_unroll,
-             t.coop, t.coop_elems, t.half_impl,
+             t.coop, part == FC_PART_F32 ? t.coop_elems : t.coop_elems16, t.half_impl,
              t.fast_exp && (part == FC_PART_F16 || part == FC_PART_BF16), t.nv_sleep, t.ordered,
              t.stream_stores, t.nv_cvt2, t.rows_vector,
              part == FC_PART_ALL_DTYPES ? 7 : 1 << part, t.exp_ftz, t.exp_shift);
@@ -270,7 +276,8 @@ static flashcl_status fc_set_limits(fc_cl_context *ctx, const fc_softmax_tuning 
     }
     /* Work-group sizes: powers of two within both the tuning and every kernel's own limit. */
     k->rir_chunks = t->rir_chunks;
-    k->coop_elems = t->coop_elems;
+    k->coop_elems[FLASHCL_F32] = t->coop_elems;
+    k->coop_elems[FLASHCL_F16] = k->coop_elems[FLASHCL_BF16] = t->coop_elems16;
     k->rir_max_wg = fc_floor_pow2(fc_min(wg[FC_WG_RIR], t->max_wg));
     k->rir_group_wg = t->rir_group_wg;
     k->resident_items = t->resident_items;

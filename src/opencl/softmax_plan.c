@@ -134,10 +134,10 @@ static void fc_plan_split(fc_plan *p, const fc_cl_device *dev, const fc_softmax_
  * against 67%). FLASHCL_SOFTMAX_COOP_WG=n overrides the starting size (tuning). A row that fits
  * one group gets the smallest group that holds it. */
 static int fc_plan_coop(fc_plan *p, const fc_cl_device *dev, const fc_softmax_kernels *k,
-                        int64_t cols)
+                        flashcl_dtype x_dtype, int64_t cols)
 {
     const char *env = getenv("FLASHCL_SOFTMAX_COOP_WG");
-    const uint64_t ucols = (uint64_t)cols, elems = k->coop_elems;
+    const uint64_t ucols = (uint64_t)cols, elems = k->coop_elems[x_dtype];
     size_t wg = env && atoi(env) >= 32 ? fc_ceil_pow2((size_t)atoi(env)) : 128;
     uint64_t slices;
     if (!k->coop || fc_env_flag("FLASHCL_SOFTMAX_NO_COOP")) return 0;
@@ -214,7 +214,8 @@ static flashcl_status fc_choose_legacy(const fc_cl_context *ctx, const fc_softma
         fc_plan_chunked(p, dev, k, rows);
         return FLASHCL_SUCCESS;
     case FLASHCL_SOFTMAX_SPLIT_ROW:
-        if (!coop || !fc_plan_coop(p, dev, k, cols)) fc_plan_split(p, dev, k, rows, cols);
+        if (!coop || !fc_plan_coop(p, dev, k, desc->x_dtype, cols))
+            fc_plan_split(p, dev, k, rows, cols);
         return FLASHCL_SUCCESS;
     default:
         break;
@@ -231,7 +232,8 @@ static flashcl_status fc_choose_legacy(const fc_cl_context *ctx, const fc_softma
         fc_plan_chunked(p, dev, k, rows);
         return FLASHCL_SUCCESS;
     }
-    if (!coop || !fc_plan_coop(p, dev, k, cols)) fc_plan_split(p, dev, k, rows, cols);
+    if (!coop || !fc_plan_coop(p, dev, k, desc->x_dtype, cols))
+        fc_plan_split(p, dev, k, rows, cols);
     return FLASHCL_SUCCESS;
 }
 
@@ -250,7 +252,7 @@ flashcl_status fc_softmax_choose_plan(const fc_cl_context *ctx, const fc_softmax
             return FLASHCL_SUCCESS;
         return fc_choose_legacy(ctx, desc, p); /* its message */
     case FLASHCL_SOFTMAX_SPLIT_ROW:
-        if (fc_plan_coop(p, dev, k, cols)) return FLASHCL_SUCCESS;
+        if (fc_plan_coop(p, dev, k, desc->x_dtype, cols)) return FLASHCL_SUCCESS;
         if (!k->ordered) return fc_choose_legacy(ctx, desc, p);
         fc_plan_ordered(p, k, desc->x_dtype, rows, cols);
         return FLASHCL_SUCCESS;
@@ -284,14 +286,15 @@ flashcl_status fc_softmax_choose_plan(const fc_cl_context *ctx, const fc_softmax
         return FLASHCL_SUCCESS;
     /* Longer rows on a GPU: held in registers by cooperating work-groups, one read. 16-bit rows
      * of more than 64 slices measured faster through the ordered split (H100, 2026-11-25, % of
-     * copy bandwidth, 64 x 1M f16 / bf16 (128 slices of 256 items): 67 against 59-60); at 64
-     * slices the cooperative one is faster (256 x 262144 f16 / bf16: 72 against 66-67; the
-     * limit was 32 slices before the kernel's reductions were trimmed). Up to 4 rows it is
+     * copy bandwidth, 64 x 1M f16 with 64 floats a work-item: 73.4 against 67.3 at 128 slices
+     * of 128 items and 66.4 at 64 of 256); at 64 slices the cooperative one is faster (128 x
+     * 524288 f16: 78.0 against 74.4; the limit was 32 slices before the kernel's reductions
+     * were trimmed in session 11). Up to 4 rows it is
      * faster at any count, as the ordered split's 32 KiB slices leave most of the device idle
      * (H100, 2026-11-25, ms, cooperative against ordered: 3 x 1000003 f16 0.030 vs 0.041,
      * 4 x 1M 0.0163-0.0165 vs 0.0188-0.0191, 2 x 1M 0.0139 vs 0.0153; from 16 rows the
      * ordered split wins, 16 x 1M 0.0387 vs 0.0442). */
-    if (dev->is_gpu && fc_plan_coop(p, dev, k, cols) &&
+    if (dev->is_gpu && fc_plan_coop(p, dev, k, desc->x_dtype, cols) &&
         (desc->x_dtype == FLASHCL_F32 || p->slices <= 64 || rows <= 4 || !k->ordered))
         return FLASHCL_SUCCESS;
     memset(p, 0, sizeof *p);
