@@ -114,13 +114,8 @@ static void fc_softmax_tune(const fc_cl_device *dev, fc_softmax_tuning *t)
     if (t->chunked_wg > t->max_wg) t->chunked_wg = t->max_wg;
     if (t->split_wg > t->max_wg) t->split_wg = t->max_wg;
     if (t->coop_wg > t->max_wg) t->coop_wg = t->max_wg;
-    /* Floats a work-item of the cooperative split row holds: 32, and 64 for 16-bit input on
-     * NVIDIA, whose slices are then twice as long (fewer per row, half the fixed cost a byte).
-     * H100, 2026-11-25, % of copy, 32 -> 64 (bench/results/2026-11-25-h100-session12.md):
-     * 1024x131072 f16 87.7 -> 90.0, 4096x32768 f16 90.3 -> 92.6, 256x262144 f16 70.7 -> 83.7;
-     * f32 with 64 fell to 56-63 (its program is capped at 64 registers), 48 lay between. */
     t->coop_elems = 32;
-    t->coop_elems16 = t->sg == FC_SG_NV_PTX ? 64 : 32;
+    t->coop_elems16 = t->sg == FC_SG_NV_PTX ? 64 : 32; /* see fc_coop_elems */
     /* f16 conversions: NVIDIA's vload/vstore_half are scalar and its compiler accepts PTX cvt;
      * CPUs take vload_half4 / vstore_half4_rte, which PoCL vectorises (2-core AVX-512 machine,
      * 2026-11-22, f16 softmax: 4096x1024 5.9 ms against 18.2 with the integer code, 64x65536
@@ -138,8 +133,8 @@ static void fc_softmax_tune(const fc_cl_device *dev, fc_softmax_tuning *t)
      * argument shifted by 64, scaled back by 2^-64: two instructions an element fewer. H100
      * (2026-11-25), % of copy bandwidth against neither, same call: 4096x32768 f16 82.6-83.1
      * vs 76.8, 1024x131072 f16 81.7-82.0 vs 75.5-75.8, bf16 (shift) 78.4 vs 75.9 and 77.7-77.8
-     * vs 75.1; 64x1M / 8x8M f16 +1 point; short rows within noise. FLASHCL_SOFTMAX_NO_FTZ=1 and FLASHCL_SOFTMAX_NO_EXP_SHIFT=1 turn them off
-     * (A/B). */
+     * vs 75.1; 64x1M / 8x8M f16 +1 point; short rows within noise. FLASHCL_SOFTMAX_NO_FTZ=1
+     * and FLASHCL_SOFTMAX_NO_EXP_SHIFT=1 turn them off (A/B). */
     t->exp_ftz = t->fast_exp && !fc_env_flag("FLASHCL_SOFTMAX_NO_FTZ");
     t->exp_shift = t->exp_ftz && !fc_env_flag("FLASHCL_SOFTMAX_NO_EXP_SHIFT");
     t->nv_sleep = 0;
@@ -155,6 +150,17 @@ static void fc_softmax_tune(const fc_cl_device *dev, fc_softmax_tuning *t)
         int major = dev->opencl_c_major;
         t->cl_std = major >= 3 ? "-cl-std=CL3.0" : major == 2 ? "-cl-std=CL2.0" : "";
     }
+}
+
+/* Floats a work-item of the cooperative split row holds in the program of `part` (its
+ * FC_COOP_ELEMS, and what the plan assumes for that input dtype): 32, and 64 for 16-bit input on
+ * NVIDIA, whose slices are then twice as long (fewer per row, half the fixed cost a byte).
+ * H100, 2026-11-25, % of copy, 32 -> 64 (bench/results/2026-11-25-h100-session12.md):
+ * 1024x131072 f16 87.7 -> 90.0, 4096x32768 f16 90.3 -> 92.6, 256x262144 f16 70.7 -> 83.7;
+ * f32 with 64 fell to 56-63 (its program is capped at 64 registers), 48 lay between. */
+static unsigned fc_coop_elems(const fc_softmax_tuning *t, int part)
+{
+    return part == FC_PART_F16 || part == FC_PART_BF16 ? t->coop_elems16 : t->coop_elems;
 }
 
 void fc_cl_softmax_options(const fc_cl_device *dev, int part, char *out, size_t out_size)
@@ -176,7 +182,7 @@ void fc_cl_softmax_options(const fc_cl_device *dev, int part, char *out, size_t 
              "-DFC_STREAM_STORES=%d -DFC_NV_CVT2=%d -DFC_ROWS_VECTOR=%d -DFC_DTYPES=%d "
              "-DFC_EXP_FTZ=%d -DFC_EXP_SHIFT=%d",
              extra, t.cl_std, sg_define[t.sg], t.sg_size, t.max_wg, t.rir_chunks, t.stream_unroll,
-             t.coop, part == FC_PART_F32 ? t.coop_elems : t.coop_elems16, t.half_impl,
+             t.coop, fc_coop_elems(&t, part), t.half_impl,
              t.fast_exp && (part == FC_PART_F16 || part == FC_PART_BF16), t.nv_sleep, t.ordered,
              t.stream_stores, t.nv_cvt2, t.rows_vector,
              part == FC_PART_ALL_DTYPES ? 7 : 1 << part, t.exp_ftz, t.exp_shift);
@@ -276,8 +282,8 @@ static flashcl_status fc_set_limits(fc_cl_context *ctx, const fc_softmax_tuning 
     }
     /* Work-group sizes: powers of two within both the tuning and every kernel's own limit. */
     k->rir_chunks = t->rir_chunks;
-    k->coop_elems[FLASHCL_F32] = t->coop_elems;
-    k->coop_elems[FLASHCL_F16] = k->coop_elems[FLASHCL_BF16] = t->coop_elems16;
+    for (xd = 0; xd < FC_DTYPE_COUNT; xd++) /* each input dtype has its own program */
+        k->coop_elems[xd] = fc_coop_elems(t, xd);
     k->rir_max_wg = fc_floor_pow2(fc_min(wg[FC_WG_RIR], t->max_wg));
     k->rir_group_wg = t->rir_group_wg;
     k->resident_items = t->resident_items;
@@ -483,9 +489,9 @@ static flashcl_status fc_enqueue_batch(fc_cl_context *ctx, const fc_softmax_desc
         return st;
     }
     case FC_PLAN_COOP: {
-        const size_t groups = (size_t)n * p->slices, words = 1 + groups + (size_t)n;
+        const size_t groups = (size_t)n * p->slices;
         fc_split_state s;
-        st = fc_split_state_acquire(ctx, words, groups, p->wg, &s);
+        st = fc_split_state_acquire(ctx, 1 + groups + (size_t)n, groups, p->wg, &s);
         if (st == FLASHCL_SUCCESS) {
             const fc_arg args[] = {FC_ARG(x),           FC_ARG(x_off),       FC_ARG(x_stride),
                                    FC_ARG(y),           FC_ARG(y_off),       FC_ARG(y_stride),
@@ -496,16 +502,15 @@ static flashcl_status fc_enqueue_batch(fc_cl_context *ctx, const fc_softmax_desc
                                    FC_ARG(s.clear_per)};
             st = fc_launch(ctx, k->split_row_cooperative[xd][yd], args, 18, groups, p->wg);
         }
-        if (st == FLASHCL_SUCCESS) fc_split_state_commit(ctx, words);
+        if (st == FLASHCL_SUCCESS) fc_split_state_commit(ctx, &s);
         return st;
     }
     case FC_PLAN_ORDERED: {
         const size_t items = (size_t)n * p->slices;
         const cl_ulong lag = p->lag < items ? p->lag : (cl_ulong)items; /* a batch may be short */
         const cl_int reverse = p->reverse;
-        const size_t words = 1 + items + (size_t)n;
         fc_split_state s;
-        st = fc_split_state_acquire(ctx, words, 2 * items, p->wg, &s);
+        st = fc_split_state_acquire(ctx, 1 + items + (size_t)n, 2 * items, p->wg, &s);
         if (st == FLASHCL_SUCCESS) {
             const fc_arg args[] = {FC_ARG(x),           FC_ARG(x_off),       FC_ARG(x_stride),
                                    FC_ARG(y),           FC_ARG(y_off),       FC_ARG(y_stride),
@@ -516,7 +521,7 @@ static flashcl_status fc_enqueue_batch(fc_cl_context *ctx, const fc_softmax_desc
                                    FC_ARG(s.clear_words), FC_ARG(s.clear_per)};
             st = fc_launch(ctx, k->split_row_ordered[xd][yd], args, 20, 2 * items, p->wg);
         }
-        if (st == FLASHCL_SUCCESS) fc_split_state_commit(ctx, words);
+        if (st == FLASHCL_SUCCESS) fc_split_state_commit(ctx, &s);
         return st;
     }
     case FC_PLAN_VECTOR: {

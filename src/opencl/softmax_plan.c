@@ -171,9 +171,9 @@ static void fc_plan_ordered(fc_plan *p, const fc_softmax_kernels *k, flashcl_dty
     const char *wg_env = getenv("FLASHCL_SOFTMAX_ORDERED_WG");
     const uint64_t slice_bytes = slice_env && atoi(slice_env) > 0 ? (uint64_t)atoi(slice_env) << 10
                                                                   : 32768;
-    size_t wg = k->ordered_wg;
-    if (wg_env && atoi(wg_env) >= 32 && fc_ceil_pow2((size_t)atoi(wg_env)) < wg)
-        wg = fc_ceil_pow2((size_t)atoi(wg_env));
+    const size_t wg_asked = wg_env && atoi(wg_env) >= 32 ? fc_ceil_pow2((size_t)atoi(wg_env))
+                                                         : k->ordered_wg;
+    const size_t wg = wg_asked < k->ordered_wg ? wg_asked : k->ordered_wg;
     uint64_t unit = (uint64_t)wg * fc_chunk_elems(x_dtype) * k->stream_unroll;
     if (unit * xb > slice_bytes) unit = (uint64_t)wg * fc_chunk_elems(x_dtype);
     const uint64_t target = unit * (slice_bytes / (unit * xb) > 0 ? slice_bytes / (unit * xb) : 1);
@@ -289,11 +289,10 @@ flashcl_status fc_softmax_choose_plan(const fc_cl_context *ctx, const fc_softmax
      * copy bandwidth, 64 x 1M f16 with 64 floats a work-item: 73.4 against 67.3 at 128 slices
      * of 128 items and 66.4 at 64 of 256); at 64 slices the cooperative one is faster (128 x
      * 524288 f16: 78.0 against 74.4; the limit was 32 slices before the kernel's reductions
-     * were trimmed in session 11). Up to 4 rows it is
-     * faster at any count, as the ordered split's 32 KiB slices leave most of the device idle
-     * (H100, 2026-11-25, ms, cooperative against ordered: 3 x 1000003 f16 0.030 vs 0.041,
-     * 4 x 1M 0.0163-0.0165 vs 0.0188-0.0191, 2 x 1M 0.0139 vs 0.0153; from 16 rows the
-     * ordered split wins, 16 x 1M 0.0387 vs 0.0442). */
+     * were trimmed in session 11). Up to 4 rows it is faster at any count, as the ordered
+     * split's 32 KiB slices leave most of the device idle (H100, 2026-11-25, ms, cooperative
+     * against ordered: 3 x 1000003 f16 0.030 vs 0.041, 4 x 1M 0.0163-0.0165 vs 0.0188-0.0191,
+     * 2 x 1M 0.0139 vs 0.0153; from 16 rows the ordered split wins, 16 x 1M 0.0387 vs 0.0442). */
     if (dev->is_gpu && fc_plan_coop(p, dev, k, desc->x_dtype, cols) &&
         (desc->x_dtype == FLASHCL_F32 || p->slices <= 64 || rows <= 4 || !k->ordered))
         return FLASHCL_SUCCESS;

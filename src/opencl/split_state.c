@@ -50,6 +50,7 @@ flashcl_status fc_split_state_acquire(fc_cl_context *ctx, size_t words, size_t g
             return st;
         }
     }
+    s->words = words;
     s->buffer = ctx->split_state;
     s->state_off = (cl_ulong)ctx->split_state_region * ctx->split_state_words;
     s->clear_off = (cl_ulong)(1 - ctx->split_state_region) * ctx->split_state_words;
@@ -64,8 +65,8 @@ flashcl_status fc_split_state_acquire(fc_cl_context *ctx, size_t words, size_t g
     return FLASHCL_SUCCESS;
 }
 
-void fc_split_state_commit(fc_cl_context *ctx, size_t words)
+void fc_split_state_commit(fc_cl_context *ctx, const fc_split_state *s)
 {
     ctx->split_state_region = 1 - ctx->split_state_region;
-    ctx->split_state_dirty = words;
+    ctx->split_state_dirty = s->words;
 }

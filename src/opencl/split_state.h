@@ -11,6 +11,7 @@ typedef struct fc_split_state {
     cl_mem buffer;
     cl_ulong state_off, clear_off;
     cl_uint clear_words, clear_per;
+    size_t words; /* this launch's words (for fc_split_state_commit) */
 } fc_split_state;
 
 /* Reserves `words` zeroed words for a launch of `groups` work-groups of `wg` work-items
@@ -18,8 +19,8 @@ typedef struct fc_split_state {
 flashcl_status fc_split_state_acquire(fc_cl_context *ctx, size_t words, size_t groups, size_t wg,
                                       fc_split_state *s);
 
-/* Records that the launch given `s` was enqueued and uses `words` words. Not called when the
- * enqueue failed: the region stays zero and the next launch takes it again. */
-void fc_split_state_commit(fc_cl_context *ctx, size_t words);
+/* Records that the launch given `s` was enqueued. Not called when the enqueue failed: the
+ * region stays zero and the next launch takes it again. */
+void fc_split_state_commit(fc_cl_context *ctx, const fc_split_state *s);
 
 #endif
