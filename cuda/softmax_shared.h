@@ -14,8 +14,11 @@ typedef struct fc_softmax_args {
     int64_t x_stride, y_stride; /* elements between consecutive rows */
     int64_t chunk_cols;         /* split kernels: columns per chunk (a multiple of the step) */
     uint64_t partials;          /* split kernels: float2 (max, sum) per (row, chunk) */
-    uint64_t counters;          /* resident split, staged, split-held: uint32 arrivals per row,
-                                   zeroed before launch; split-held: then its ticket counter */
+    uint64_t counters;          /* resident split, staged: uint32 arrivals per row, zeroed
+                                   before launch; split-held: its region of the split state
+                                   (64-bit words, all 0 when it starts; src/cuda/split_state.c) */
+    uint64_t clear;             /* split-held: the split state's other region, whose first
+                                   clear_words words each block zeroes clear_per of */
     float scale;                /* never 0 (api.c defaults it to 1) */
     int32_t log;                /* nonzero: log-softmax */
     int32_t y_dtype;            /* flashcl_dtype of y; x's dtype is the kernel's template */
@@ -28,10 +31,11 @@ typedef struct fc_softmax_args {
     int32_t held_cols;          /* staged: columns of a chunk held in a buffer; the rest of the
                                    chunk is read twice from global memory (the second time
                                    mostly from L2) */
+    uint32_t clear_words, clear_per; /* split-held: see clear */
     int32_t reserved;           /* keeps the size a multiple of 8 on both sides */
 } fc_softmax_args;
 /* Both sides check this (static assertions in softmax.c and softmax.cuh). */
-#define FC_SOFTMAX_ARGS_BYTES 112
+#define FC_SOFTMAX_ARGS_BYTES 128
 
 /* Row-in-registers configurations: X(name, group, items, block).
  * A group of `group` threads owns one row; each thread holds `items` values in registers, so a

@@ -1,56 +1,58 @@
 /* The split-held softmax kernels: long rows cut into slices of TPB * ITEMS columns, one slice
  * per block, held in registers from the one read to the one write; the slices of a row exchange
- * their (max, sum) through global memory (the ticketed kernel, any GPU) or, for rows of at most
- * 8 slices on compute capability 9.0+, inside a thread-block cluster (the cluster-held kernel,
- * below). Included by softmax.cuh.
+ * their (max, sum) through global memory. Included by softmax.cuh. (A form whose slices
+ * exchanged them inside a thread-block cluster, for rows of at most 8 slices on compute
+ * capability 9.0+, was removed once the exchange below beat it: H100, 2026-11-25, f32
+ * 2048 x 65536 0.378-0.382 ms against 0.393-0.401 as clusters, 4096 x 40000 0.455-0.459 against
+ * 0.478-0.492, 1000 x 50000 0.151 against 0.158-0.200.)
  *
  * A plain (not cooperative) grid of rows * slices blocks, several blocks per SM, no item loop:
  * a block that waits for its row's other slices leaves the SM to the other blocks there, which
  * are loading or storing, instead of holding a lock-step round of the whole grid. Which slice a
- * block takes is not its blockIdx but a ticket, drawn (atomicAdd on a counter zeroed before the
- * launch) once the block runs: ticket t is slice t % slices of row t / slices. Tickets go out in
- * the order blocks start, so when ticket t is drawn every smaller ticket is held by a block that
- * has started; every row below the newest one is then complete and finishes without waiting on
- * anything else, freeing its SMs, and the newest row's missing slices are next in line for
- * them. As long as `slices` blocks fit on the GPU at once (the host keeps slices <= SMs, see
- * plan_split_held), the waits end: no deadlock whatever order the hardware launches blocks in.
- * The slices of a row exchange their (max, sum) like the resident split (exchange_row_stats).
+ * block takes is not its blockIdx but a ticket, drawn (atomicAdd on a counter that is 0 when the
+ * launch starts) once the block runs: ticket t is slice t % slices of row t / slices. Tickets go
+ * out in the order blocks start, so when ticket t is drawn every smaller ticket is held by a
+ * block that has started; every row below the newest one is then complete and finishes without
+ * waiting on anything else, freeing its SMs, and the newest row's missing slices are next in
+ * line for them. As long as `slices` blocks fit on the GPU at once (the host keeps slices <= SMs,
+ * see plan_split_held), the waits end: no deadlock whatever order the hardware launches blocks
+ * in.
+ * The slices of a row exchange their (max, sum) as published words (row_stats_from_words).
  *
  * Thread t owns NV = ITEMS / VEC vectors of VEC columns, vector k at slice column
- * (k * TPB + t) * VEC (load_slice's layout), as f32 whatever x's dtype; columns past the row
- * read as -inf. Softmax keeps e = exp(s - m_slice) in place and stores e * e^(m_slice - m) / d;
- * log-softmax keeps s and stores (s - m) - log d: the resident split's formulas, so the same
- * special values (NaN, +-inf, |x| ~ 1e30) come out as torch's. */
+ * (k * TPB + t) * VEC (load_slice's layout); columns past the row read as -inf. Softmax takes
+ * e = exp(s - m_own) against the thread's own max and stores e * e^(m_own - m) / d; log-softmax
+ * stores (s - m) - log d: the resident split's formulas with the thread in the chunk's place,
+ * so the same special values (NaN, +-inf, |x| ~ 1e30) come out as torch's. */
 #pragma once
 
-/* What a block holds of its slice, and the two things done with it: sum() loads the slice and
- * returns its sum of exponentials (its max in m), store() writes it normalised with the row's
- * (max, sum) r. Two holders, with the same expressions per value (their slices differ, and so
- * do their sums' trees and the last bits of d):
+/* What a thread holds of its block's slice, and the two things done with it: sum() loads it and
+ * returns the thread's sum of exponentials against its own max (that max in m), store() writes
+ * it normalised with the row's (max, sum) r. Two holders, with the same expressions per value
+ * (their slices differ, and so do their sums' trees and the last bits of d):
  *
  * held_floats keeps every value as f32 (any dtype): v is s = x * scale, then for softmax
- * e = exp(s - m_slice) in place (one exp per element), stored as e * e^(m_slice - m) / d.
+ * e = exp(s - m_own) in place (one exp per element), stored as e * e^(m_own - m) / d.
  *
  * held_bits keeps 16-bit inputs as their storage bits, two to a register, and recomputes s (and
  * e) from them in each pass: a block holds twice the columns of a held_floats block in the same
- * registers. A block's life has a fixed part that moves no data (ticket, two block reductions,
- * the exchange; ~3 us on an H100 under ncu), and with f32-held 16-bit slices of 8192 columns it
+ * registers. A block's life has a fixed part that moves no data (ticket, then two block
+ * reductions and the exchange, before the exchange became published words; ~3 us on an H100
+ * under ncu), and with f32-held 16-bit slices of 8192 columns it
  * was ~40 % of it: ncu measured 1024x131072 f16 at 61.6 % of DRAM bandwidth against f32's 78.2 %
  * with the same kernel, whose slices move twice the bytes per block. */
 template <int DT, int TPB, int ITEMS> struct held_floats {
     static constexpr int COLS = TPB * ITEMS;
     float v[ITEMS];
 
-    FC_DEVICE float sum(const fc_softmax_args &a, int row, int slice, float &m, float *max_slots,
-                        float *sum_slots) {
+    FC_DEVICE float sum(const fc_softmax_args &a, int row, int slice, float &m) {
         constexpr int NV = ITEMS / dtype_io<DT>::vec;
         load_slice<DT, TPB, NV>(row_ptr(a.x, row, a.x_stride, dtype_io<DT>::bytes),
                                 slice * (int64_t)COLS, a.cols, threadIdx.x, a.x_vec_ok, a.scale, v);
         m = -INFINITY;
 #pragma unroll
         for (int i = 0; i < ITEMS; i++) m = fmaxf(m, v[i]);
-        m = block_max<TPB>(m, max_slots);
-        return exp_and_sum<DT, TPB, ITEMS>(v, m, a.log != 0, sum_slots);
+        return thread_exp_sum<DT, ITEMS>(v, subtrahend(m), a.log != 0);
     }
 
     FC_DEVICE void store(const fc_softmax_args &a, int row, int slice, float m, float2 r) {
@@ -98,8 +100,7 @@ template <int DT, int TPB, int ITEMS> struct held_bits {
         }
     }
 
-    FC_DEVICE float sum(const fc_softmax_args &a, int row, int slice, float &m, float *max_slots,
-                        float *sum_slots) {
+    FC_DEVICE float sum(const fc_softmax_args &a, int row, int slice, float &m) {
         const int64_t first = slice * (int64_t)COLS + (int64_t)threadIdx.x * VEC;
         const uint4 *p =
             reinterpret_cast<const uint4 *>(row_ptr(a.x, row, a.x_stride, 2) + first * 2);
@@ -111,14 +112,13 @@ template <int DT, int TPB, int ITEMS> struct held_bits {
 #pragma unroll
             for (int e = 0; e < VEC; e++) m = fmaxf(m, o[e]);
         });
-        m = block_max<TPB>(m, max_slots);
         const float s = subtrahend(m); /* thread_exp_sum's terms, in its order */
         float d = 0.0f;
         each_vector(a.scale, [&](int, float(&o)[VEC]) {
 #pragma unroll
             for (int e = 0; e < VEC; e++) d += softmax_exp<DT>(o[e] - s);
         });
-        return block_sum<TPB>(d, sum_slots);
+        return d;
     }
 
     FC_DEVICE void store(const fc_softmax_args &a, int row, int slice, float m, float2 r) {
@@ -135,26 +135,116 @@ template <int DT, int TPB, int ITEMS> struct held_bits {
         const bool log = a.log != 0;
         const float factor = log ? 0.0f : chunk_factor(m, r.x, r.y);
         const float log_d = log ? logf(r.y) : 0.0f;
-        const float s_slice = subtrahend(m), s_row = subtrahend(r.x);
+        const float s_own = subtrahend(m), s_row = subtrahend(r.x);
         char *p = y + (slice * (int64_t)COLS + (int64_t)threadIdx.x * VEC) * YBYTES;
         each_vector(a.scale, [&](int k, float(&o)[VEC]) {
 #pragma unroll
             for (int e = 0; e < VEC; e++)
-                o[e] = log ? (o[e] - s_row) - log_d : softmax_exp<DT>(o[e] - s_slice) * factor;
+                o[e] = log ? (o[e] - s_row) - log_d : softmax_exp<DT>(o[e] - s_own) * factor;
             store_vec<VEC, false>(p + k * TPB * VEC * YBYTES, YT, o);
         });
     }
 };
 
-/* The ticketed kernel over holder H (held_floats or held_bits). */
-template <typename H> __device__ void softmax_split_held(const fc_softmax_args &a) {
-    __shared__ float max_slots[32], sum_slots[32];
+/* ---- the ticketed kernel: the slices of a row exchange their (m, d) as published words ---- */
+
+/* (m, d) as one 64-bit word, m's bits high: never 0 once published (m = +0 means d >= 1). */
+FC_DEVICE unsigned long long md_pack(float m, float d) {
+    return ((unsigned long long)__float_as_uint(m) << 32) | __float_as_uint(d);
+}
+FC_DEVICE float2 md_unpack(unsigned long long w) {
+    return make_float2(__uint_as_float((unsigned)(w >> 32)), __uint_as_float((unsigned)w));
+}
+FC_DEVICE void store_word(unsigned long long *p, unsigned long long v) {
+    asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+FC_DEVICE unsigned long long load_word(const unsigned long long *p) {
+    unsigned long long v;
+    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+/* The word at p once it is at least `least` (1: published; n: a count reached n). */
+FC_DEVICE unsigned long long wait_word(const unsigned long long *p, unsigned long long least) {
+    unsigned long long v;
+    while ((v = load_word(p)) < least) __nanosleep(64);
+    return v;
+}
+
+/* Zeroes this block's share of the words the previous launch used in the other region of the
+ * split state (src/cuda/split_state.c): per words from block index * per on, of `words`. */
+template <int TPB> FC_DEVICE void clear_previous(const fc_softmax_args &a) {
+    unsigned long long *other = reinterpret_cast<unsigned long long *>(a.clear);
+    const uint64_t block = (uint64_t)blockIdx.y * gridDim.x + blockIdx.x;
+    const uint64_t begin = block * a.clear_per;
+    const uint64_t end = min((uint64_t)a.clear_words, begin + a.clear_per);
+    for (uint64_t i = begin + threadIdx.x; i < end; i += TPB) other[i] = 0ull;
+}
+
+/* The row's (M, D) from the words its slices publish: this block's (m, d) goes to
+ * slots[slice] and the block counts itself in at the row's arrival count, which thread 0 polls
+ * until the row is complete; then warp 0 gathers the row's `slices` words, lane i taking
+ * i, i + 32, ..., each waited for in turn (no order between a word and the count is relied
+ * on), and merges them in that fixed order, then across the warp, so that every block of the
+ * row gets the same bits. Every access is relaxed, at gpu scope: no data but the words
+ * themselves is exchanged. Measured on an H100 (2026-11-25, ms, against this form's
+ * 1024 x 131072 f16 0.204-0.206 and 64 x 1M f16 0.115-0.116): release/acquire on the count and
+ * no waiting on the words 0.210-0.213 and 0.119-0.120; the words loaded two at a time before
+ * either is waited for 0.212-0.215 and 0.113-0.114; warp 0's lanes each waiting for a word with
+ * no count, as the OpenCL kernel does for up to 32 slices, 0.226 (f32: 0.431 against 0.386). */
+FC_DEVICE float2 row_stats_from_words(unsigned long long *slots, unsigned long long *arrived,
+                                      int slice, int slices, float2 md, float2 *row_stats) {
+    if (threadIdx.x == 0) {
+        store_word(slots + slice, md_pack(md.x, md.y));
+        atomicAdd(arrived, 1ull);
+        wait_word(arrived, (unsigned long long)slices);
+    }
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        float m = -INFINITY, d = 0.0f;
+        for (int i = threadIdx.x; i < slices; i += 32) {
+            const float2 q = md_unpack(wait_word(slots + i, 1ull));
+            stats_merge(m, d, q.x, q.y);
+        }
+        warp_merge<32>(m, d);
+        if (threadIdx.x == 0) *row_stats = make_float2(m, d);
+    }
+    __syncthreads();
+    return *row_stats;
+}
+
+/* The block's (m, d) from its threads' own: a butterfly in each warp, then warp 0 merges the
+ * warps' results in warp order (the others return theirs unmerged: only thread 0 publishes,
+ * unless `everyone`, for a row of one slice). One barrier. */
+template <int TPB>
+FC_DEVICE float2 slice_stats(float m, float d, bool everyone, float2 *slots) {
+    warp_merge<32>(m, d);
+    if ((threadIdx.x & 31) == 0) slots[threadIdx.x >> 5] = make_float2(m, d);
+    __syncthreads();
+    if (everyone || threadIdx.x < 32) {
+        const bool mine = (threadIdx.x & 31) < TPB / 32;
+        m = mine ? slots[threadIdx.x & 31].x : -INFINITY;
+        d = mine ? slots[threadIdx.x & 31].y : 0.0f;
+        warp_merge<32>(m, d);
+    }
+    return make_float2(m, d);
+}
+
+/* The ticketed kernel over holder H (held_floats or held_bits). Each thread takes its exps
+ * against its own max (no block reduction between the loads and the exps) and rescales them
+ * once, by e^(m_own - M) / D, at the store; the block merges its threads' (m, d) once, and
+ * the row's slices exchange theirs as published words. The same shape as the OpenCL
+ * cooperative split row (cl/softmax_cooperative.cl), whose trimmed reductions made it faster
+ * than this kernel with block reductions and partials behind an arrival counter: H100,
+ * 2026-11-25, 1024 x 131072 f16 2702 GB/s through NVIDIA's OpenCL against 2519 here. State
+ * (a.counters, 64-bit words): [0] the ticket counter, [1 + r * slices + s] slice s of row r's
+ * word, [1 + rows * slices + r] row r's arrival count. */
+template <int TPB, typename H> __device__ void softmax_split_held(const fc_softmax_args &a) {
+    __shared__ float2 warp_slots[32];
     __shared__ float2 row_stats;
     __shared__ unsigned ticket;
-    float2 *partials = reinterpret_cast<float2 *>(a.partials);
-    unsigned *counters = reinterpret_cast<unsigned *>(a.counters); /* rows arrivals, then the
-                                                                      ticket counter */
-    if (threadIdx.x == 0) ticket = atomicAdd(counters + a.rows, 1u);
+    unsigned long long *state = reinterpret_cast<unsigned long long *>(a.counters);
+    clear_previous<TPB>(a);
+    if (threadIdx.x == 0) ticket = (unsigned)atomicAdd(state, 1ull);
     __syncthreads();
     /* 32-bit ticket arithmetic: the host keeps rows * slices below 2^31. */
     const int slices = a.chunks;
@@ -162,9 +252,12 @@ template <typename H> __device__ void softmax_split_held(const fc_softmax_args &
     const int slice = (int)ticket - row * slices;
     H held;
     float m;
-    const float d = held.sum(a, row, slice, m, max_slots, sum_slots);
-    const float2 r = exchange_row_stats(partials + (int64_t)row * slices, slice, slices,
-                                        counters + row, m, d, &row_stats, 64);
+    const float d = held.sum(a, row, slice, m);
+    float2 r = slice_stats<TPB>(m, d, slices == 1, warp_slots);
+    if (slices > 1)
+        r = row_stats_from_words(state + 1 + (int64_t)row * slices,
+                                 state + 1 + (int64_t)a.rows * slices + row, slice, slices, r,
+                                 &row_stats);
     held.store(a, row, slice, m, r);
 }
 
@@ -179,83 +272,14 @@ template <typename H> __device__ void softmax_split_held(const fc_softmax_args &
     extern "C" __global__ void __launch_bounds__(FC_SOFTMAX_SPLIT_HELD_THREADS,                 \
                                                  FC_SOFTMAX_SPLIT_HELD_BLOCKS_PER_SM)           \
         fc_softmax_split_held_##dt_name(fc_softmax_args a) {                                    \
-        softmax_split_held<FC_HELD_FLOATS(DT)>(a);                                              \
+        softmax_split_held<FC_SOFTMAX_SPLIT_HELD_THREADS, FC_HELD_FLOATS(DT)>(a);             \
     }
 FC_SOFTMAX_FOR_DTYPES(FC_SPLIT_HELD_KERNEL, 0)
 #define FC_SPLIT_HELD_BITS_KERNEL(dt_name, DT)                                                 \
     extern "C" __global__ void __launch_bounds__(FC_SOFTMAX_SPLIT_HELD_THREADS,                 \
                                                  FC_SOFTMAX_SPLIT_HELD_BLOCKS_PER_SM)           \
         fc_softmax_split_held_bits_##dt_name(fc_softmax_args a) {                               \
-        softmax_split_held<FC_HELD_BITS(DT)>(a);                                                \
+        softmax_split_held<FC_SOFTMAX_SPLIT_HELD_THREADS, FC_HELD_BITS(DT)>(a);               \
     }
 FC_SPLIT_HELD_BITS_KERNEL(f16, FC_F16)
 FC_SPLIT_HELD_BITS_KERNEL(bf16, FC_BF16)
-
-/* ---- the same slices exchanging their (max, sum) inside a thread-block cluster (sm_90+) ---- */
-
-/* The cluster-held kernel: the split-held kernel's slices of a row launched as one cluster of
- * `slices` blocks (consecutive block indices; at most 8, the portable size), so that
- * the (max, sum) exchange goes through distributed shared memory and the cluster barrier
- * instead of global memory, an arrival counter and polling -- and needs no counters zeroed
- * before the launch. The hardware starts a cluster's blocks together, so nothing can deadlock.
- * Each block leaves its (m, d) in its shared memory; after the first barrier, warp 0 of every
- * block merges all of them in slice order (merge_stats, as the ticketed kernel's merge_partials
- * does, so the bits equal the split-held kernel's); the second barrier's arrive follows those
- * reads and its wait comes last, so no block exits while another may still read its memory. */
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-FC_DEVICE unsigned cluster_rank() {
-    unsigned r;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-    return r;
-}
-FC_DEVICE void cluster_arrive_release() { asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory"); }
-FC_DEVICE void cluster_wait_acquire() { asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory"); }
-/* The float2 at this block's shared address `local` in the block of cluster rank `rank`. */
-FC_DEVICE float2 load_cluster_float2(const float2 *local, unsigned rank) {
-    unsigned remote;
-    float2 v;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;"
-                 : "=r"(remote)
-                 : "r"((unsigned)__cvta_generic_to_shared(local)), "r"(rank));
-    asm volatile("ld.shared::cluster.v2.f32 {%0, %1}, [%2];" : "=f"(v.x), "=f"(v.y) : "r"(remote) : "memory");
-    return v;
-}
-
-template <typename H> __device__ void softmax_cluster_held(const fc_softmax_args &a) {
-    __shared__ float max_slots[32], sum_slots[32];
-    __shared__ float2 slice_stats, row_stats;
-    const int slices = a.chunks;
-    const int row = (int)(blockIdx.x / (unsigned)slices);
-    const int slice = (int)cluster_rank();
-    H held;
-    float m;
-    const float d = held.sum(a, row, slice, m, max_slots, sum_slots);
-    if (threadIdx.x == 0) slice_stats = make_float2(m, d);
-    cluster_arrive_release();
-    cluster_wait_acquire(); /* every slice's (m, d) is in its block's shared memory */
-    if (threadIdx.x < 32) {
-        float rm, rd;
-        merge_stats(slices, [&](int i) { return load_cluster_float2(&slice_stats, (unsigned)i); },
-                    rm, rd);
-        if (threadIdx.x == 0) row_stats = make_float2(rm, rd);
-    }
-    cluster_arrive_release(); /* this block has read the others' slice_stats */
-    __syncthreads();          /* row_stats */
-    held.store(a, row, slice, m, row_stats);
-    cluster_wait_acquire(); /* ... and so have the others read this one's: it may exit */
-}
-#define FC_CLUSTER_HELD_BODY(H) softmax_cluster_held<H>(a);
-#else
-#define FC_CLUSTER_HELD_BODY(H) (void)a; /* never launched below compute capability 9.0 */
-#endif
-
-#define FC_CLUSTER_HELD_KERNEL(dt_name, DT, unused)                                            \
-    extern "C" __global__ void __launch_bounds__(FC_SOFTMAX_SPLIT_HELD_THREADS,                 \
-                                                 FC_SOFTMAX_SPLIT_HELD_BLOCKS_PER_SM)           \
-        fc_softmax_cluster_held_##dt_name(fc_softmax_args a) {                                  \
-        FC_CLUSTER_HELD_BODY(FC_HELD_FLOATS(DT))                                                \
-    }
-FC_SOFTMAX_FOR_DTYPES(FC_CLUSTER_HELD_KERNEL, 0)
-/* No cluster form of held_bits: its slices ran faster ticketed (H100, 2026-11-25, 1024x131072
- * f16 0.214-0.215 ms against 0.222-0.225 as clusters of 8, 2048x65536 0.209-0.211 against
- * 0.215-0.220, 4096x40000 0.263-0.264 against 0.268-0.271; 512x98304 the same). */

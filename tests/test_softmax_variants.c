@@ -126,11 +126,12 @@ static void test_unusual_shapes(void **state)
 }
 
 /* The split rows' synchronisation words are not zeroed by the host before each launch: each
- * launch clears the words the launch before it used (src/opencl/split_state.c), and the host
- * clears them only when a launch is too small to. Large, small and medium SPLIT_ROW calls in
- * turn, in f32 and 16-bit, through the cooperative and the ordered split (2 KiB slices: many
- * words a launch), each checked: a word left over from an earlier launch would hand out wrong
- * tickets or (m, d) values. */
+ * launch clears the words the launch before it used (src/opencl/split_state.c,
+ * src/cuda/split_state.c), and the host clears them only when a launch is too small to. Large,
+ * small and medium SPLIT_ROW calls in turn, in f32 and 16-bit, through the cooperative and the
+ * ordered split (2 KiB slices: many words a launch) on OpenCL, the split-held kernel on CUDA
+ * (in the last round the host clears every region there), each checked: a word left over from
+ * an earlier launch would hand out wrong tickets or (m, d) values. */
 static void test_split_state_reuse(void **state)
 {
     (void)state;
@@ -138,6 +139,7 @@ static void test_split_state_reuse(void **state)
     setenv("FLASHCL_SOFTMAX_ORDERED_SLICE_KB", "2", 1);
     for (int round = 0; round < 4; round++) {
         if (round == 2) setenv("FLASHCL_SOFTMAX_NO_COOP", "1", 1);
+        if (round == 3) setenv("FLASHCL_CUDA_SOFTMAX_HOST_CLEAR", "1", 1);
         for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
             tu_softmax_case c = {0};
             c.xt = (round + (int)si) % 2 ? FLASHCL_F16 : FLASHCL_F32;
@@ -151,6 +153,7 @@ static void test_split_state_reuse(void **state)
     }
     unsetenv("FLASHCL_SOFTMAX_NO_COOP");
     unsetenv("FLASHCL_SOFTMAX_ORDERED_SLICE_KB");
+    unsetenv("FLASHCL_CUDA_SOFTMAX_HOST_CLEAR");
 }
 
 /* FLASHCL_SOFTMAX_LEGACY=1 restores the variant choice from before the rows held as floats and

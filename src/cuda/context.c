@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cuda_internal.h"
+#include "split_state.h"
 #include "../error.h"
 
 /* The fatbinary holds code for compute capability 8.0 and newer (cmake/cuda.cmake); older
@@ -126,6 +127,7 @@ static void cuda_context_destroy(void *opaque) {
         }
         if (ctx->switch_event) cu->EventDestroy(ctx->switch_event);
         if (ctx->scratch) cu->MemFree(ctx->scratch);
+        fc_cuda_split_state_free(ctx);
         fc_cuda_unload_kernels(ctx);
         fc_cuda_leave(ctx);
     }

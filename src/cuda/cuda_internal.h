@@ -79,11 +79,8 @@ typedef struct fc_cuda_kernels {
     /* Blocks of the split-held kernel one SM holds at once (occupancy API); times the SM count
      * it caps the slices of a row, which must all be running together. */
     int softmax_split_held_blocks_per_sm[FC_CUDA_DTYPES];
-    /* The same slices as one thread-block cluster per row (cuda/softmax_split_held.cuh); only
-     * with sm90_launch. */
-    CUfunction softmax_cluster_held[FC_CUDA_DTYPES];
-    /* The ticketed kernel for 16-bit inputs held as their bits (twice the columns a slice;
-     * NULL for f32; no cluster form), and its blocks per SM. */
+    /* The same kernel for 16-bit inputs held as their bits (twice the columns a slice; NULL
+     * for f32), and its blocks per SM. */
     CUfunction softmax_split_held_bits[FC_CUDA_DTYPES];
     int softmax_split_held_bits_blocks_per_sm[FC_CUDA_DTYPES];
     fc_cuda_attention_kernel attention_tc[FC_TC_CONFIG_COUNT][2];        /* [config][f16, bf16] */
@@ -93,8 +90,7 @@ typedef struct fc_cuda_kernels {
     CUfunction attention_merge[FC_CUDA_DTYPES];                       /* by the parts' dtype */
     /* The driver has cuLaunchKernelEx and the loaded image was compiled for compute_90 or later
      * (compute capability 9.0+ devices): the decode and merge kernels then begin with
-     * griddepcontrol.wait and may be launched as programmatic dependents (src/cuda/attention.c),
-     * and the cluster-held softmax kernel has its body (src/cuda/softmax.c). */
+     * griddepcontrol.wait and may be launched as programmatic dependents (src/cuda/attention.c). */
     int sm90_launch;
 } fc_cuda_kernels;
 
@@ -124,6 +120,12 @@ typedef struct fc_cuda_context {
                                    (which share scratch) one unit */
     CUdeviceptr scratch;        /* split partials and counters; grows on demand */
     size_t scratch_bytes;
+    /* The split-held softmax's state (split_state.c): two regions of split_state_words 64-bit
+     * words; launches alternate between them (split_state_region: the next one's), and the
+     * last launch used split_state_dirty words of the other. Under lock. */
+    CUdeviceptr split_state;
+    size_t split_state_words, split_state_dirty;
+    int split_state_region;
 } fc_cuda_context;
 
 /* context.c */

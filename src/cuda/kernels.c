@@ -129,7 +129,6 @@ static flashcl_status get_softmax_kernels(fc_cuda_context *ctx, int dt) {
     FC_GET_(softmax_split_normalize, "fc_softmax_split_normalize")
     FC_GET_(softmax_staged, "fc_softmax_staged")
     FC_GET_(softmax_split_held, "fc_softmax_split_held")
-    FC_GET_(softmax_cluster_held, "fc_softmax_cluster_held")
     if (dt != FLASHCL_F32) FC_GET_(softmax_split_held_bits, "fc_softmax_split_held_bits")
 #undef FC_GET_
     if (st == FLASHCL_SUCCESS) st = size_resident_kernel(ctx, dt);
@@ -233,7 +232,7 @@ static flashcl_status get_attention_kernels(fc_cuda_context *ctx) {
     if (st == FLASHCL_SUCCESS) {
         /* The PTX version the loaded code came from (90 for the sm_90a cubin and the compute_90
          * PTX; 80 where a build with other FLASHCL_CUDA_ARCHS / _PTX gave sm_80 code to this
-         * device): below 90 the kernels have no griddepcontrol.wait and no cluster code. One
+         * device): below 90 the kernels have no griddepcontrol.wait. One
          * module, one image: any kernel tells. */
         int ptx = 0;
         k->sm90_launch =

@@ -17,10 +17,10 @@
  *                     chunks, where it measured faster than the resident split (see choose()).
  *   split-held        (cuda/softmax_split_held.cuh) slices of 8192 columns (16384 for 16-bit
  *                     inputs, held as their bits), one per 256-thread block, in registers;
- *                     clusters of a row's slices where at most 8 (f32-held only), else a
- *                     plain grid of rows * slices blocks, each taking its
+ *                     a plain grid of rows * slices blocks, each taking its
  *                     (row, slice) by ticket in the order blocks start, exchanging (max, sum)
- *                     like the resident split: one read, one write, no lock-step rounds. Rows
+ *                     as published words on state its blocks clear for the next launch (no
+ *                     memset first): one read, one write, no lock-step rounds. Rows
  *                     past 32768 columns, as long as a row takes at most one slice per SM
  *                     (~1.08M columns on an H100, ~2.16M for 16-bit inputs).
  * Forced SPLIT_ROW takes the split-held kernel where it fits, else the staged kernel with two
@@ -39,6 +39,7 @@
 #include <string.h>
 
 #include "cuda_internal.h"
+#include "split_state.h"
 #include "../text.h"
 #include "../error.h"
 
@@ -184,19 +185,17 @@ static staged_plan plan_staged(const fc_cuda_context *ctx, const fc_softmax_desc
     return best;
 }
 
-/* The split-held kernels for this call's input dtype: for 16-bit inputs the ticketed kernel that
- * holds the values as their storage bits (held_bits in cuda/softmax_split_held.cuh: slices of
- * 16384 columns in the registers that hold 8192 as f32; no cluster form, it ran faster
- * ticketed), unless FLASHCL_CUDA_SOFTMAX_NO_HELD_BITS=1 (A/B) or the rows do not suit it (x and
- * y rows 16-byte aligned, cols a multiple of 8), else the f32-held pair, ticketed and cluster
- * (slices of 8192). Each is deterministic; the two holders may differ in the last bits
- * (their sums run over different trees). H100 (2026-11-25), 16-bit, ms against the f32-held
- * pair in the same run (the bits as clusters where at most 8 slices, which later measured 2-5 %
- * slower than ticketed): 1024x131072 0.223 vs 0.247-0.256, 64x1048576 0.119-0.120 vs
- * 0.135-0.136, 2048x65536 0.216-0.218 vs 0.241-0.247, 4096x40000 0.269-0.279 vs 0.297-0.300,
- * 256x262144 0.115 vs 0.121-0.122. */
+/* The split-held kernel for this call's input dtype: for 16-bit inputs the one that holds the
+ * values as their storage bits (held_bits in cuda/softmax_split_held.cuh: slices of 16384
+ * columns in the registers that hold 8192 as f32), unless FLASHCL_CUDA_SOFTMAX_NO_HELD_BITS=1
+ * (A/B) or the rows do not suit it (x and y rows 16-byte aligned, cols a multiple of 8), else
+ * the f32-held one (slices of 8192). Each is deterministic; the two holders may differ in the
+ * last bits (their sums run over different trees). H100 (2026-11-25, session 8), 16-bit, ms
+ * against the f32-held kernel in the same run: 1024x131072 0.223 vs 0.247-0.256, 64x1048576
+ * 0.119-0.120 vs 0.135-0.136, 2048x65536 0.216-0.218 vs 0.241-0.247, 4096x40000 0.269-0.279
+ * vs 0.297-0.300, 256x262144 0.115 vs 0.121-0.122. */
 typedef struct held_kernels {
-    CUfunction ticketed, cluster;
+    CUfunction ticketed;
     int64_t slice_cols;
     int blocks_per_sm;
 } held_kernels;
@@ -209,12 +208,10 @@ static held_kernels pick_held(const fc_cuda_context *ctx, const fc_softmax_desc 
     if (k->softmax_split_held_bits[dt] && a->x_vec_ok && a->y_vec_ok && d->cols % 8 == 0 &&
         !fc_env_flag("FLASHCL_CUDA_SOFTMAX_NO_HELD_BITS")) {
         h.ticketed = k->softmax_split_held_bits[dt];
-        h.cluster = NULL;
         h.slice_cols = FC_SPLIT_HELD_BITS_SLICE;
         h.blocks_per_sm = k->softmax_split_held_bits_blocks_per_sm[dt];
     } else {
         h.ticketed = k->softmax_split_held[dt];
-        h.cluster = k->softmax_cluster_held[dt];
         h.slice_cols = FC_SPLIT_HELD_SLICE;
         h.blocks_per_sm = k->softmax_split_held_blocks_per_sm[dt];
     }
@@ -336,9 +333,10 @@ static flashcl_status run_split(fc_cuda_context *ctx, const fc_softmax_desc *d,
                   FC_SOFTMAX_STREAM_THREADS, a, "split-row normalisation");
 }
 
-/* Scratch for the kernels whose chunks of a row exchange their (max, sum): a float2 partial per
- * (row, chunk), then `counters` uint32 counters zeroed on the stream (one per row, and for the
- * split-held kernel its ticket counter after them). Sets a's chunks, partials and counters. */
+/* Scratch for the resident split and the staged kernel, whose chunks of a row exchange their
+ * (max, sum): a float2 partial per (row, chunk), then `counters` uint32 counters zeroed on the
+ * stream (one per row). Sets a's chunks, partials and counters. (The split-held kernel keeps
+ * its words in the split state instead, split_state.c.) */
 static flashcl_status exchange_scratch(fc_cuda_context *ctx, const fc_softmax_desc *d,
                                        fc_softmax_args *a, int64_t chunks, uint64_t counters) {
     const uint64_t partial_bytes = (uint64_t)d->rows * (uint64_t)chunks * 8;
@@ -423,51 +421,28 @@ static flashcl_status run_staged(fc_cuda_context *ctx, const fc_softmax_desc *d,
     return FLASHCL_SUCCESS;
 }
 
-/* The cluster-held kernel: the split-held kernel's slices of each row as one cluster (rows *
- * slices blocks, clusters of `slices`), nothing to zero first. Clusters of at most 8 blocks
- * (the portable size): on an H100 (2026-11-22, bench/results/2026-11-22-h100-session6.md) 5
- * and 8 slices ran faster than the ticketed kernel (2048x65536 f16 0.242 ms against 0.250, f32
- * 0.389 against 0.401), while 16 slices (a non-portable cluster) ran slower (1024x131072 f16
- * 0.259 against 0.249), and so did 8 slices of 16384 columns in 512-thread blocks (0.264).
- * A launch the driver refuses
- * (e.g. a cluster that does not fit beside another context's work) returns its status without
- * setting an error, and the caller takes the ticketed kernel instead. */
-#define FC_CLUSTER_MAX 8
-static flashcl_status run_cluster_held(fc_cuda_context *ctx, const fc_softmax_desc *d,
-                                       fc_softmax_args *a, int64_t slices,
-                                       const held_kernels *h) {
-    const uint64_t blocks = (uint64_t)d->rows * (uint64_t)slices;
-    CUlaunchAttribute attribute;
-    if (blocks > FC_MAX_GRID_X) return FLASHCL_UNSUPPORTED; /* clusters run along x only */
-    a->chunks = (int32_t)slices;
-    a->chunk_cols = h->slice_cols;
-    memset(&attribute, 0, sizeof attribute);
-    attribute.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    attribute.value.clusterDim.x = (unsigned)slices;
-    attribute.value.clusterDim.y = 1;
-    attribute.value.clusterDim.z = 1;
-    return fc_cuda_launch_ex(ctx, h->cluster, (unsigned)blocks,
-                             1, FC_SOFTMAX_SPLIT_HELD_THREADS, 0, a, &attribute) == CUDA_SUCCESS
-               ? FLASHCL_SUCCESS
-               : FLASHCL_BACKEND_ERROR;
-}
-
 /* The split-held kernel: rows * slices blocks, whose row and slice come from their tickets (not
- * their block index), after the arrival counters and the ticket counter are zeroed. A plain
- * launch: plan_split_held keeps a row's slices within one per SM. */
+ * their block index), on a region of the split state that is 0 when it starts and whose blocks
+ * zero the other region for the next launch (split_state.c). A plain launch: plan_split_held
+ * keeps a row's slices within one per SM. */
 static flashcl_status run_split_held(fc_cuda_context *ctx, const fc_softmax_desc *d,
                                      fc_softmax_args *a, int64_t slices, const held_kernels *h) {
+    const uint64_t blocks = (uint64_t)d->rows * (uint64_t)slices;
+    fc_cuda_split_state state;
     flashcl_status st;
-    if (h->cluster && ctx->kernels.sm90_launch && slices <= FC_CLUSTER_MAX &&
-        !fc_env_flag("FLASHCL_CUDA_SOFTMAX_NO_CLUSTER") &&
-        run_cluster_held(ctx, d, a, slices, h) == FLASHCL_SUCCESS)
-        return FLASHCL_SUCCESS;
-    st = exchange_scratch(ctx, d, a, slices, (uint64_t)d->rows + 1);
+    /* the ticket counter, a word per slice, an arrival count per row */
+    st = fc_cuda_split_state_acquire(ctx, (size_t)(1 + blocks + (uint64_t)d->rows), blocks,
+                                     FC_SOFTMAX_SPLIT_HELD_THREADS, &state);
     if (st != FLASHCL_SUCCESS) return st;
+    a->chunks = (int32_t)slices;
     a->chunk_cols = h->slice_cols;
-    return launch(ctx, h->ticketed,
-                  (uint64_t)d->rows * (uint64_t)slices, FC_SOFTMAX_SPLIT_HELD_THREADS, a,
-                  "split-held");
+    a->counters = state.words_at;
+    a->clear = state.clear_at;
+    a->clear_words = state.clear_words;
+    a->clear_per = state.clear_per;
+    st = launch(ctx, h->ticketed, blocks, FC_SOFTMAX_SPLIT_HELD_THREADS, a, "split-held");
+    if (st == FLASHCL_SUCCESS) fc_cuda_split_state_commit(ctx, &state);
+    return st;
 }
 
 /* FLASHCL_CUDA_SOFTMAX_TRACE=1: one line per call on stderr with the plan taken (before any
@@ -487,10 +462,8 @@ static void trace_plan(const fc_cuda_context *ctx, const fc_softmax_desc *d,
                 (long long)staged->chunks, (long long)staged->chunk_cols,
                 (long long)staged->held_cols, staged->buffers, (long long)staged->rows_per_grid);
     if (plan == PLAN_SPLIT_HELD)
-        fprintf(stderr, " slices %lld of %lld columns (%d blocks per SM fit; clusters %s)",
-                (long long)slices, (long long)h->slice_cols, h->blocks_per_sm,
-                !h->cluster ? "not for this holder"
-                            : ctx->kernels.sm90_launch ? "usable" : "not usable");
+        fprintf(stderr, " slices %lld of %lld columns (%d blocks per SM fit)",
+                (long long)slices, (long long)h->slice_cols, h->blocks_per_sm);
     fputc('\n', stderr);
 }
 

@@ -247,14 +247,13 @@ static void test_softmax_on_wrapped_memory(void **state) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(&cases[i]);
 }
 
-/* The split-held kernels: a row's slices as one thread-block cluster (compute capability 9.0+,
- * at most 8 slices, f32-held only) or taking tickets (FLASHCL_CUDA_SOFTMAX_NO_CLUSTER=1) merge
- * the slices' (max, sum) in the same order: for the f32-held slices (f32 inputs, and 16-bit ones
- * under FLASHCL_CUDA_SOFTMAX_NO_HELD_BITS=1) the two must give the same bits, special rows,
- * log-softmax, negative scales and row tails included. 16-bit inputs are by default held as
- * their bits (slices of 16384 columns, tickets whatever the flag: both passes run the same
- * kernel and must agree too). Each holder is also checked against host_ref (their sums run over
- * different trees, so they may differ from each other in the last bits). */
+/* The split-held kernels: a call after one whose blocks cleared the state for it and a call
+ * after the host cleared it (FLASHCL_CUDA_SOFTMAX_HOST_CLEAR=1, src/cuda/split_state.c) must
+ * give the same bits, special rows, log-softmax, negative scales and row tails included, for
+ * both holders: the f32-held slices (f32 inputs, and 16-bit ones under
+ * FLASHCL_CUDA_SOFTMAX_NO_HELD_BITS=1) and 16-bit inputs held as their bits (slices of 16384
+ * columns). Each holder is also checked against host_ref (their sums run over different trees,
+ * so they may differ from each other in the last bits). */
 static void test_split_held_kernels_agree(void **state) {
     static const struct {
         flashcl_dtype xt, yt;
@@ -275,14 +274,15 @@ static void test_split_held_kernels_agree(void **state) {
         const int64_t rows = shapes[s].rows, cols = shapes[s].cols;
         const size_t n = (size_t)(rows * cols);
         const size_t x_bytes = n * host_ref_dtype_size(xt), y_bytes = n * host_ref_dtype_size(yt);
-        unsigned char *x_host = malloc(x_bytes), *y_cluster = malloc(y_bytes), *y_ticket = malloc(y_bytes);
+        unsigned char *x_host = malloc(x_bytes), *y_first = malloc(y_bytes);
+        unsigned char *y_host = malloc(y_bytes);
         float *row = malloc((size_t)cols * sizeof *row);
         char what[96];
         flashcl_softmax_params params = {shapes[s].scale, shapes[s].log, FLASHCL_SOFTMAX_AUTO};
         flashcl_buffer *xb = NULL, *yb = NULL;
         flashcl_tensor x, y;
         uint64_t seed = 777;
-        assert_true(x_host && y_cluster && y_ticket && row);
+        assert_true(x_host && y_first && y_host && row);
         for (int64_t r = 0; r < rows; r++) {
             fill_row(row, cols, r, 1, &seed);
             for (int64_t j = 0; j < cols; j++) host_ref_store(xt, x_host, (size_t)(r * cols + j), row[j]);
@@ -298,27 +298,28 @@ static void test_split_held_kernels_agree(void **state) {
         snprintf(what, sizeof what, "%s->%s %lldx%lld scale %g%s", host_ref_dtype_name(xt),
                  host_ref_dtype_name(yt), (long long)rows, (long long)cols,
                  (double)shapes[s].scale, shapes[s].log ? " log" : "");
-        for (int pass = 0; pass < 4; pass++) { /* bit 0: tickets; bit 1: f32-held */
-            unsigned char *out = pass & 1 ? y_ticket : y_cluster;
+        for (int pass = 0; pass < 4; pass++) { /* bit 0: the host clears; bit 1: f32-held */
+            unsigned char *out = pass & 1 ? y_host : y_first;
             memset(out, 0x5a, y_bytes);
             assert_int_equal(flashcl_buffer_write(yb, 0, out, y_bytes), FLASHCL_SUCCESS); /* poison */
-            if (pass & 1) setenv("FLASHCL_CUDA_SOFTMAX_NO_CLUSTER", "1", 1);
+            if (pass & 1) setenv("FLASHCL_CUDA_SOFTMAX_HOST_CLEAR", "1", 1);
             if (pass & 2) setenv("FLASHCL_CUDA_SOFTMAX_NO_HELD_BITS", "1", 1);
             if (flashcl_softmax(g_ctx, &params, &x, &y) != FLASHCL_SUCCESS)
                 fail_msg("flashcl_softmax: %s", flashcl_last_error());
-            unsetenv("FLASHCL_CUDA_SOFTMAX_NO_CLUSTER");
+            unsetenv("FLASHCL_CUDA_SOFTMAX_HOST_CLEAR");
             unsetenv("FLASHCL_CUDA_SOFTMAX_NO_HELD_BITS");
             assert_int_equal(flashcl_buffer_read(yb, 0, out, y_bytes), FLASHCL_SUCCESS);
             if (!(pass & 1)) continue;
-            if (memcmp(y_cluster, y_ticket, y_bytes) != 0)
-                fail_msg("%s: the cluster and ticketed split-held kernels differ (%s)", what,
+            if (memcmp(y_first, y_host, y_bytes) != 0)
+                fail_msg("%s: the split-held kernel's bits differ after kernel and host "
+                         "clearing (%s)", what,
                          pass & 2 ? "f32-held" : "bits held");
-            check_rows(xt, x_host, yt, y_cluster, rows, cols, cols, 0, shapes[s].scale,
+            check_rows(xt, x_host, yt, y_first, rows, cols, cols, 0, shapes[s].scale,
                        shapes[s].log, what);
         }
         flashcl_buffer_destroy(xb);
         flashcl_buffer_destroy(yb);
-        free(x_host), free(y_cluster), free(y_ticket), free(row);
+        free(x_host), free(y_first), free(y_host), free(row);
     }
 }
 
