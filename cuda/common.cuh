@@ -156,11 +156,15 @@ template <int G> FC_DEVICE float block_sum(float v, float *slots) {
     return warp_sum<32>(v);
 }
 
-template <int G> FC_DEVICE void block_merge(float &m, float &d, float2 *slots) {
+/* block_merge with everyone = false: only warp 0 merges the warps' results (the other warps
+ * keep their own warp's), for callers where one thread uses the block's. */
+template <int G>
+FC_DEVICE void block_merge(float &m, float &d, float2 *slots, bool everyone = true) {
     warp_merge<32>(m, d);
     if constexpr (G == 32) return;
     if ((threadIdx.x & 31) == 0) slots[threadIdx.x >> 5] = make_float2(m, d);
     __syncthreads();
+    if (!everyone && threadIdx.x >= 32) return;
     const bool mine = (threadIdx.x & 31) < G / 32;
     m = mine ? slots[threadIdx.x & 31].x : -INFINITY;
     d = mine ? slots[threadIdx.x & 31].y : 0.0f;

@@ -212,23 +212,6 @@ FC_DEVICE float2 row_stats_from_words(unsigned long long *slots, unsigned long l
     return *row_stats;
 }
 
-/* The block's (m, d) from its threads' own: a butterfly in each warp, then warp 0 merges the
- * warps' results in warp order (the others return theirs unmerged: only thread 0 publishes,
- * unless `everyone`, for a row of one slice). One barrier. */
-template <int TPB>
-FC_DEVICE float2 slice_stats(float m, float d, bool everyone, float2 *slots) {
-    warp_merge<32>(m, d);
-    if ((threadIdx.x & 31) == 0) slots[threadIdx.x >> 5] = make_float2(m, d);
-    __syncthreads();
-    if (everyone || threadIdx.x < 32) {
-        const bool mine = (threadIdx.x & 31) < TPB / 32;
-        m = mine ? slots[threadIdx.x & 31].x : -INFINITY;
-        d = mine ? slots[threadIdx.x & 31].y : 0.0f;
-        warp_merge<32>(m, d);
-    }
-    return make_float2(m, d);
-}
-
 /* The ticketed kernel over holder H (held_floats or held_bits). Each thread takes its exps
  * against its own max (no block reduction between the loads and the exps) and rescales them
  * once, by e^(m_own - M) / D, at the store; the block merges its threads' (m, d) once, and
@@ -253,7 +236,10 @@ template <int TPB, typename H> __device__ void softmax_split_held(const fc_softm
     H held;
     float m;
     const float d = held.sum(a, row, slice, m);
-    float2 r = slice_stats<TPB>(m, d, slices == 1, warp_slots);
+    /* The block's (m, d): every thread needs it for a row of one slice, else thread 0 only. */
+    float bm = m, bd = d;
+    block_merge<TPB>(bm, bd, warp_slots, slices == 1);
+    float2 r = make_float2(bm, bd);
     if (slices > 1)
         r = row_stats_from_words(state + 1 + (int64_t)row * slices,
                                  state + 1 + (int64_t)a.rows * slices + row, slice, slices, r,

@@ -9,6 +9,7 @@
 #include "interop.h"
 #include "../../cuda/attention_shared.h"
 #include "../../cuda/softmax_shared.h"
+#include "../split_regions.h"
 
 #define FC_CUDA_DTYPES 3 /* f32, f16, bf16: indexed by flashcl_dtype */
 
@@ -120,12 +121,10 @@ typedef struct fc_cuda_context {
                                    (which share scratch) one unit */
     CUdeviceptr scratch;        /* split partials and counters; grows on demand */
     size_t scratch_bytes;
-    /* The split-held softmax's state (split_state.c): two regions of split_state_words 64-bit
-     * words; launches alternate between them (split_state_region: the next one's), and the
-     * last launch used split_state_dirty words of the other. Under lock. */
+    /* The split-held softmax's state (split_state.c): two regions of 64-bit words used by
+     * alternate launches, and their bookkeeping. Under lock. */
     CUdeviceptr split_state;
-    size_t split_state_words, split_state_dirty;
-    int split_state_region;
+    fc_split_regions split_regions;
 } fc_cuda_context;
 
 /* context.c */

@@ -195,7 +195,7 @@ static staged_plan plan_staged(const fc_cuda_context *ctx, const fc_softmax_desc
  * 0.119-0.120 vs 0.135-0.136, 2048x65536 0.216-0.218 vs 0.241-0.247, 4096x40000 0.269-0.279
  * vs 0.297-0.300, 256x262144 0.115 vs 0.121-0.122. */
 typedef struct held_kernels {
-    CUfunction ticketed;
+    CUfunction kernel;
     int64_t slice_cols;
     int blocks_per_sm;
 } held_kernels;
@@ -207,11 +207,11 @@ static held_kernels pick_held(const fc_cuda_context *ctx, const fc_softmax_desc 
     held_kernels h;
     if (k->softmax_split_held_bits[dt] && a->x_vec_ok && a->y_vec_ok && d->cols % 8 == 0 &&
         !fc_env_flag("FLASHCL_CUDA_SOFTMAX_NO_HELD_BITS")) {
-        h.ticketed = k->softmax_split_held_bits[dt];
+        h.kernel = k->softmax_split_held_bits[dt];
         h.slice_cols = FC_SPLIT_HELD_BITS_SLICE;
         h.blocks_per_sm = k->softmax_split_held_bits_blocks_per_sm[dt];
     } else {
-        h.ticketed = k->softmax_split_held[dt];
+        h.kernel = k->softmax_split_held[dt];
         h.slice_cols = FC_SPLIT_HELD_SLICE;
         h.blocks_per_sm = k->softmax_split_held_blocks_per_sm[dt];
     }
@@ -334,11 +334,12 @@ static flashcl_status run_split(fc_cuda_context *ctx, const fc_softmax_desc *d,
 }
 
 /* Scratch for the resident split and the staged kernel, whose chunks of a row exchange their
- * (max, sum): a float2 partial per (row, chunk), then `counters` uint32 counters zeroed on the
- * stream (one per row). Sets a's chunks, partials and counters. (The split-held kernel keeps
- * its words in the split state instead, split_state.c.) */
+ * (max, sum): a float2 partial per (row, chunk), then a uint32 arrival counter per row, zeroed
+ * on the stream. Sets a's chunks, partials and counters. (The split-held kernel keeps its words
+ * in the split state instead, split_state.c.) */
 static flashcl_status exchange_scratch(fc_cuda_context *ctx, const fc_softmax_desc *d,
-                                       fc_softmax_args *a, int64_t chunks, uint64_t counters) {
+                                       fc_softmax_args *a, int64_t chunks) {
+    const uint64_t counters = (uint64_t)d->rows;
     const uint64_t partial_bytes = (uint64_t)d->rows * (uint64_t)chunks * 8;
     CUdeviceptr scratch;
     CUresult r;
@@ -364,7 +365,7 @@ static flashcl_status run_resident(fc_cuda_context *ctx, const fc_softmax_desc *
     CUresult r;
     flashcl_status st;
     if (plan.rows_per_grid == 0) return FLASHCL_UNSUPPORTED;
-    st = exchange_scratch(ctx, d, a, plan.chunks, (uint64_t)d->rows);
+    st = exchange_scratch(ctx, d, a, plan.chunks);
     if (st != FLASHCL_SUCCESS) return st;
     a->chunk_cols = plan.chunk_cols;
     a->smem_parts = plan.parts;
@@ -400,7 +401,7 @@ static flashcl_status run_staged(fc_cuda_context *ctx, const fc_softmax_desc *d,
     a->buffers = p->buffers;
     params[0] = a;
     if (p->chunks > 1) {
-        flashcl_status st = exchange_scratch(ctx, d, a, p->chunks, (uint64_t)d->rows);
+        flashcl_status st = exchange_scratch(ctx, d, a, p->chunks);
         if (st != FLASHCL_SUCCESS) return st;
         r = fc_cu()->LaunchCooperativeKernel(ctx->kernels.softmax_staged[d->x_dtype],
                                              (unsigned)blocks, 1, 1, FC_SOFTMAX_STAGED_THREADS, 1,
@@ -440,7 +441,7 @@ static flashcl_status run_split_held(fc_cuda_context *ctx, const fc_softmax_desc
     a->clear = state.clear_at;
     a->clear_words = state.clear_words;
     a->clear_per = state.clear_per;
-    st = launch(ctx, h->ticketed, blocks, FC_SOFTMAX_SPLIT_HELD_THREADS, a, "split-held");
+    st = launch(ctx, h->kernel, blocks, FC_SOFTMAX_SPLIT_HELD_THREADS, a, "split-held");
     if (st == FLASHCL_SUCCESS) fc_cuda_split_state_commit(ctx, &state);
     return st;
 }

@@ -9,6 +9,7 @@
 #include <threads.h>
 
 #include "../backend.h"
+#include "../split_regions.h"
 
 typedef enum fc_vendor {
     FC_VENDOR_NVIDIA,
@@ -144,11 +145,9 @@ typedef struct fc_cl_context {
     mtx_t launch_lock;          /* clSetKernelArg + enqueue must not interleave across threads */
     cl_mem scratch;             /* grows on demand for split-row partials (under launch_lock) */
     size_t scratch_bytes;
-    cl_mem split_state;         /* two regions of split_state_words 64-bit words each, used by
-                                   alternate split-row launches (split_state.c) */
-    cl_ulong split_state_words;
-    int split_state_region;     /* the region the next launch takes (all zero) */
-    cl_ulong split_state_dirty; /* words of the other region the last launch used */
+    cl_mem split_state;         /* two regions of 64-bit words used by alternate split-row
+                                   launches (split_state.c) */
+    fc_split_regions split_regions; /* their bookkeeping (under launch_lock) */
     cl_mem attention_scratch;   /* split-KV partials (o, lse), grown under launch_lock */
     size_t attention_scratch_bytes;
 } fc_cl_context;

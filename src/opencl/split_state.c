@@ -8,13 +8,10 @@
  * launch before it used in the other region: that launch has finished, and the next launch, which
  * takes that region, starts after this one has (every queue flashcl enqueues on is in order: an
  * application's out-of-order queue is refused when it is adopted, context.c). Only a new buffer
- * is filled, once. */
+ * is filled, and a region that a much larger launch left for a small one. The bookkeeping is
+ * src/split_regions.h, shared with the CUDA backend. */
 #include "../error.h"
 #include "split_state.h"
-
-/* Words each work-item zeroes at most before the host zeroes a region itself (a small launch
- * after a large one). */
-#define FC_CLEAR_WORDS_PER_ITEM 16
 
 static flashcl_status fc_fill_zero(fc_cl_context *ctx, cl_ulong first, cl_ulong words)
 {
@@ -30,43 +27,42 @@ flashcl_status fc_split_state_acquire(fc_cl_context *ctx, size_t words, size_t g
                                       fc_split_state *s)
 {
     flashcl_status st;
-    if (words > ctx->split_state_words) {
+    fc_split_launch at;
+    if (words > ctx->split_regions.words) {
         /* Kernels already enqueued keep the old buffer alive through their own reference. */
         cl_int err;
-        const cl_ulong per_region = ((cl_ulong)words + 8191) / 8192 * 8192;
-        cl_mem mem = clCreateBuffer(ctx->context, CL_MEM_READ_WRITE,
-                                    (size_t)(2 * per_region * sizeof(cl_ulong)), NULL, &err);
+        fc_split_regions grown;
+        cl_mem mem;
+        fc_split_regions_reset(&grown, words);
+        mem = clCreateBuffer(ctx->context, CL_MEM_READ_WRITE,
+                             (size_t)(2 * grown.words * sizeof(cl_ulong)), NULL, &err);
         if (err != CL_SUCCESS) return fc_cl_fail(err, "clCreateBuffer(softmax split-row state)");
         if (ctx->split_state) clReleaseMemObject(ctx->split_state);
         ctx->split_state = mem;
-        ctx->split_state_words = per_region;
-        ctx->split_state_region = 0;
-        ctx->split_state_dirty = 0;
-        st = fc_fill_zero(ctx, 0, 2 * per_region);
+        ctx->split_regions = grown;
+        st = fc_fill_zero(ctx, 0, 2 * grown.words);
         if (st != FLASHCL_SUCCESS) { /* not known to be zero: the next call starts over */
             clReleaseMemObject(ctx->split_state);
             ctx->split_state = NULL;
-            ctx->split_state_words = 0;
+            ctx->split_regions.words = 0;
             return st;
         }
     }
+    at = fc_split_regions_place(&ctx->split_regions, groups, wg, 0);
+    if (at.host_clears) {
+        st = fc_fill_zero(ctx, at.clear_off, ctx->split_regions.dirty);
+        if (st != FLASHCL_SUCCESS) return st;
+    }
     s->words = words;
     s->buffer = ctx->split_state;
-    s->state_off = (cl_ulong)ctx->split_state_region * ctx->split_state_words;
-    s->clear_off = (cl_ulong)(1 - ctx->split_state_region) * ctx->split_state_words;
-    s->clear_words = (cl_uint)ctx->split_state_dirty;
-    s->clear_per = (cl_uint)((ctx->split_state_dirty + groups - 1) / groups);
-    if (s->clear_per > (cl_ulong)wg * FC_CLEAR_WORDS_PER_ITEM) {
-        st = fc_fill_zero(ctx, s->clear_off, ctx->split_state_dirty);
-        if (st != FLASHCL_SUCCESS) return st;
-        s->clear_words = 0;
-        s->clear_per = 0;
-    }
+    s->state_off = at.state_off;
+    s->clear_off = at.clear_off;
+    s->clear_words = at.clear_words;
+    s->clear_per = at.clear_per;
     return FLASHCL_SUCCESS;
 }
 
 void fc_split_state_commit(fc_cl_context *ctx, const fc_split_state *s)
 {
-    ctx->split_state_region = 1 - ctx->split_state_region;
-    ctx->split_state_dirty = s->words;
+    fc_split_regions_commit(&ctx->split_regions, s->words);
 }
