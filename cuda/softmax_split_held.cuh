@@ -18,6 +18,9 @@
  * see plan_split_held), the waits end: no deadlock whatever order the hardware launches blocks
  * in.
  * The slices of a row exchange their (max, sum) as published words (row_stats_from_words).
+ * Rows of many slices take the pipelined form instead (softmax_split_held_pipelined): a grid
+ * the GPU holds at once, whose blocks take tickets until they run out and load their next
+ * slice before they wait for the row of the one before.
  *
  * Thread t owns NV = ITEMS / VEC vectors of VEC columns, vector k at slice column
  * (k * TPB + t) * VEC (load_slice's layout); columns past the row read as -inf. Softmax takes
@@ -29,14 +32,16 @@
 /* What a thread holds of its block's slice, and the two things done with it: sum() loads it and
  * returns the thread's sum of exponentials against its own max (that max in m), store() writes
  * it normalised with the row's (max, sum) r. Two holders, with the same expressions per value
- * (their slices differ, and so do their sums' trees and the last bits of d):
+ * (for 16-bit inputs their slices differ, and so do their sums' trees and the last bits of d):
  *
  * held_floats keeps every value as f32 (any dtype): v is s = x * scale, then for softmax
  * e = exp(s - m_own) in place (one exp per element), stored as e * e^(m_own - m) / d.
  *
- * held_bits keeps 16-bit inputs as their storage bits, two to a register, and recomputes s (and
- * e) from them in each pass: a block holds twice the columns of a held_floats block in the same
- * registers. A block's life has a fixed part that moves no data (ticket, then two block
+ * held_bits keeps the inputs as their storage bits, 16 bytes a vector, and recomputes s (and e)
+ * from them in each pass: for 16-bit inputs a block holds twice the columns of a held_floats
+ * block in the same registers; for f32 inputs the same columns, with the same expressions (one
+ * exp more per element, at the store), which the pipelined kernel parks in shared memory as
+ * they are. It also stores from parked bits (store_parked). A block's life has a fixed part that moves no data (ticket, then two block
  * reductions and the exchange, before the exchange became published words; ~3 us on an H100
  * under ncu), and with f32-held 16-bit slices of 8192 columns it
  * was ~40 % of it: ncu measured 1024x131072 f16 at 61.6 % of DRAM bandwidth against f32's 78.2 %
@@ -67,8 +72,8 @@ template <int DT, int TPB, int ITEMS> struct held_floats {
 };
 
 template <int DT, int TPB, int ITEMS> struct held_bits {
-    static_assert(DT != FC_F32, "held_bits holds 16-bit storage");
-    static constexpr int VEC = 8, NV = ITEMS / VEC, COLS = TPB * ITEMS;
+    static constexpr int VEC = dtype_io<DT>::vec, NV = ITEMS / VEC, COLS = TPB * ITEMS;
+    static_assert(NV * VEC == ITEMS, "held_bits holds whole 16-byte vectors");
     /* Vector k: columns origin + (k * TPB + t) * VEC .. + VEC (load_slice's layout). The host
      * takes these kernels only for rows whose x and y start 16-byte aligned and whose length is
      * a multiple of VEC, so that a vector lies wholly inside the row or wholly past its end:
@@ -76,68 +81,92 @@ template <int DT, int TPB, int ITEMS> struct held_bits {
      * the vectors past the end rather than select -inf for them, which made ptxas keep 64 such
      * constants in registers and spill (f16, sm_90a). */
     uint4 raw[NV];
-    int64_t room; /* columns of the row from this thread's first one on (may be <= 0) */
 
-    FC_DEVICE bool inside(int k) const { return k * TPB * VEC < room; }
-
-    /* The scaled values s of vector k (inside the row). Vectors past the row are skipped by
-     * every pass: as -inf (load_slice's value there) they would leave the max, the sum (+0) and
-     * the stores as they are. */
-    FC_DEVICE void values(int k, float scale, float (&o)[VEC]) const {
-        dtype_io<DT>::unpack(raw[k], o);
-#pragma unroll
-        for (int e = 0; e < VEC; e++) o[e] = __fmul_rn(o[e], scale);
+    /* Columns of the row from this thread's first one in `slice` on (may be <= 0). */
+    static FC_DEVICE int64_t room_of(const fc_softmax_args &a, int slice) {
+        return a.cols - (slice * (int64_t)COLS + (int64_t)threadIdx.x * VEC);
     }
+    static FC_DEVICE bool inside(int k, int64_t room) { return k * TPB * VEC < room; }
 
-    /* f(k, values of vector k) for every vector inside the row, in order. */
-    template <typename F> FC_DEVICE void each_vector(float scale, F f) const {
+    /* f(k, scaled values s of vector k) for every vector inside the row, in order, the bits of
+     * vector k being bits(k). Vectors past the row are skipped by every pass: as -inf
+     * (load_slice's value there) they would leave the max, the sum (+0) and the stores as they
+     * are. */
+    template <typename B, typename F>
+    static FC_DEVICE void each_vector(B bits, int64_t room, float scale, F f) {
 #pragma unroll
         for (int k = 0; k < NV; k++) {
-            if (!inside(k)) continue;
+            if (!inside(k, room)) continue;
             float o[VEC];
-            values(k, scale, o);
+            dtype_io<DT>::unpack(bits(k), o);
+#pragma unroll
+            for (int e = 0; e < VEC; e++) o[e] = __fmul_rn(o[e], scale);
             f(k, o);
         }
     }
 
     FC_DEVICE float sum(const fc_softmax_args &a, int row, int slice, float &m) {
-        const int64_t first = slice * (int64_t)COLS + (int64_t)threadIdx.x * VEC;
-        const uint4 *p =
-            reinterpret_cast<const uint4 *>(row_ptr(a.x, row, a.x_stride, 2) + first * 2);
-        room = a.cols - first;
+        const int64_t room = room_of(a, slice);
+        const uint4 *p = reinterpret_cast<const uint4 *>(
+            row_ptr(a.x, row, a.x_stride, dtype_io<DT>::bytes) +
+            (a.cols - room) * dtype_io<DT>::bytes);
 #pragma unroll
-        for (int k = 0; k < NV; k++) raw[k] = inside(k) ? p[k * TPB] : make_uint4(0u, 0u, 0u, 0u);
+        for (int k = 0; k < NV; k++)
+            raw[k] = inside(k, room) ? p[k * TPB] : make_uint4(0u, 0u, 0u, 0u);
+        const auto mine = [&](int k) { return raw[k]; };
         m = -INFINITY;
-        each_vector(a.scale, [&](int, float(&o)[VEC]) {
+        each_vector(mine, room, a.scale, [&](int, float(&o)[VEC]) {
 #pragma unroll
             for (int e = 0; e < VEC; e++) m = fmaxf(m, o[e]);
         });
         const float s = subtrahend(m); /* thread_exp_sum's terms, in its order */
         float d = 0.0f;
-        each_vector(a.scale, [&](int, float(&o)[VEC]) {
+        each_vector(mine, room, a.scale, [&](int, float(&o)[VEC]) {
 #pragma unroll
             for (int e = 0; e < VEC; e++) d += softmax_exp<DT>(o[e] - s);
         });
         return d;
     }
 
-    FC_DEVICE void store(const fc_softmax_args &a, int row, int slice, float m, float2 r) {
-        char *y = row_ptr(a.y, row, a.y_stride, a.y_dtype == FC_F32 ? 4 : 2);
-        if (a.y_dtype == FC_F32) store_as<FC_F32>(a, y, slice, m, r);
-        else if (a.y_dtype == FC_F16) store_as<FC_F16>(a, y, slice, m, r);
-        else store_as<FC_BF16>(a, y, slice, m, r);
+    /* The held bits to this thread's places in `parked` (vector k at k * TPB + thread: a warp's
+     * 16-byte stores are contiguous), where store_parked finds them. */
+    FC_DEVICE void park(uint4 *parked) const {
+#pragma unroll
+        for (int k = 0; k < NV; k++) parked[k * TPB + threadIdx.x] = raw[k];
     }
 
-    /* finish_values' expressions on e = exp(s - m_slice) (softmax) or s (log), vector by vector. */
-    template <int YT>
-    FC_DEVICE void store_as(const fc_softmax_args &a, char *y, int slice, float m, float2 r) {
+    /* Writes slice `slice` of `row` normalised with the row's (max, sum) r; m is the thread's
+     * own max from sum(). store() takes the values from the registers, store_parked() from this
+     * thread's places in `parked`. */
+    FC_DEVICE void store(const fc_softmax_args &a, int row, int slice, float m, float2 r) const {
+        store_from([&](int k) { return raw[k]; }, a, row, slice, m, r);
+    }
+    static FC_DEVICE void store_parked(const fc_softmax_args &a, int row, int slice, float m,
+                                       float2 r, const uint4 *parked) {
+        store_from([&](int k) { return parked[k * TPB + threadIdx.x]; }, a, row, slice, m, r);
+    }
+
+    template <typename B>
+    static FC_DEVICE void store_from(B bits, const fc_softmax_args &a, int row, int slice,
+                                     float m, float2 r) {
+        char *y = row_ptr(a.y, row, a.y_stride, a.y_dtype == FC_F32 ? 4 : 2);
+        if (a.y_dtype == FC_F32) store_as<FC_F32>(bits, a, y, slice, m, r);
+        else if (a.y_dtype == FC_F16) store_as<FC_F16>(bits, a, y, slice, m, r);
+        else store_as<FC_BF16>(bits, a, y, slice, m, r);
+    }
+
+    /* finish_values' expressions on e = exp(s - m_own) (softmax) or s (log), vector by vector. */
+    template <int YT, typename B>
+    static FC_DEVICE void store_as(B bits, const fc_softmax_args &a, char *y, int slice, float m,
+                                   float2 r) {
         constexpr int YBYTES = YT == FC_F32 ? 4 : 2;
         const bool log = a.log != 0;
         const float factor = log ? 0.0f : chunk_factor(m, r.x, r.y);
         const float log_d = log ? logf(r.y) : 0.0f;
         const float s_own = subtrahend(m), s_row = subtrahend(r.x);
-        char *p = y + (slice * (int64_t)COLS + (int64_t)threadIdx.x * VEC) * YBYTES;
-        each_vector(a.scale, [&](int k, float(&o)[VEC]) {
+        const int64_t room = room_of(a, slice);
+        char *p = y + (a.cols - room) * YBYTES;
+        each_vector(bits, room, a.scale, [&](int k, float(&o)[VEC]) {
 #pragma unroll
             for (int e = 0; e < VEC; e++)
                 o[e] = log ? (o[e] - s_row) - log_d : softmax_exp<DT>(o[e] - s_own) * factor;
@@ -191,13 +220,21 @@ template <int TPB> FC_DEVICE void clear_previous(const fc_softmax_args &a) {
  * no waiting on the words 0.210-0.213 and 0.119-0.120; the words loaded two at a time before
  * either is waited for 0.212-0.215 and 0.113-0.114; warp 0's lanes each waiting for a word with
  * no count, as the OpenCL kernel does for up to 32 slices, 0.226 (f32: 0.431 against 0.386). */
-FC_DEVICE float2 row_stats_from_words(unsigned long long *slots, unsigned long long *arrived,
-                                      int slice, int slices, float2 md, float2 *row_stats) {
+/* This block's (m, d) to slots[slice], and the block counted in at the row's arrival count
+ * (thread 0 only). */
+FC_DEVICE void publish_slice(unsigned long long *slots, unsigned long long *arrived, int slice,
+                             float2 md) {
     if (threadIdx.x == 0) {
         store_word(slots + slice, md_pack(md.x, md.y));
         atomicAdd(arrived, 1ull);
-        wait_word(arrived, (unsigned long long)slices);
     }
+}
+
+/* The row's (M, D), for every thread, once all its `slices` slices are published. */
+FC_DEVICE float2 gather_row_stats(const unsigned long long *slots,
+                                  const unsigned long long *arrived, int slices,
+                                  float2 *row_stats) {
+    if (threadIdx.x == 0) wait_word(arrived, (unsigned long long)slices);
     __syncthreads();
     if (threadIdx.x < 32) {
         float m = -INFINITY, d = 0.0f;
@@ -210,6 +247,12 @@ FC_DEVICE float2 row_stats_from_words(unsigned long long *slots, unsigned long l
     }
     __syncthreads();
     return *row_stats;
+}
+
+FC_DEVICE float2 row_stats_from_words(unsigned long long *slots, unsigned long long *arrived,
+                                      int slice, int slices, float2 md, float2 *row_stats) {
+    publish_slice(slots, arrived, slice, md);
+    return gather_row_stats(slots, arrived, slices, row_stats);
 }
 
 /* The ticketed kernel over holder H (held_floats or held_bits). Each thread takes its exps
@@ -247,13 +290,76 @@ template <int TPB, typename H> __device__ void softmax_split_held(const fc_softm
     held.store(a, row, slice, m, r);
 }
 
+/* The pipelined ticketed kernel over held_bits: a grid of at most as many blocks as fit on the
+ * GPU at once, each taking tickets until they run out. A block publishes its slice's (m, d),
+ * parks the slice's bits in shared memory, then loads and publishes the slice of its next ticket
+ * before it waits for the parked slice's row; by then that row's other slices have had a whole
+ * slice's load to publish theirs, so the wait that the one-ticket kernel spends idle (10-16 % of
+ * its time: H100, 2026-11-25, the same kernel with the exchange skipped ran 1024 x 131072 f16 in
+ * 0.185 ms against 0.204, 64 x 1M f32 0.183 against 0.219) is mostly spent loading.
+ *
+ * Why waiting cannot deadlock: every ticket a block draws is published before the block waits
+ * for anything, so a row all of whose tickets are drawn completes. A block only waits for the
+ * row of its parked slice, and holds at most two tickets (the parked one and the next, which is
+ * later). Were every running block waiting on a row not wholly drawn, that row would be the
+ * newest (the one holding the highest ticket drawn), and every running block's tickets would
+ * be slices of it: more slices than running blocks, which the host's one slice per SM excludes
+ * (plan_split_held). */
+template <int TPB, typename H> __device__ void softmax_split_held_pipelined(const fc_softmax_args &a) {
+    __shared__ uint4 parked[H::NV * TPB];
+    __shared__ float parked_max[TPB]; /* each thread's own max over its parked values */
+    __shared__ float2 warp_slots[32];
+    __shared__ float2 row_stats;
+    __shared__ unsigned ticket;
+    unsigned long long *state = reinterpret_cast<unsigned long long *>(a.counters);
+    clear_previous<TPB>(a);
+    /* 32-bit ticket arithmetic: the host keeps rows * slices + blocks below 2^31. */
+    const int slices = a.chunks, total = (int)(a.rows * slices);
+    const auto draw = [&]() {
+        if (threadIdx.x == 0) ticket = (unsigned)atomicAdd(state, 1ull);
+        __syncthreads();
+        return (int)ticket;
+    };
+    H held;
+    /* Loads ticket t's slice into held and publishes its (m, d), even for a row of one slice
+     * (one word and one count more, but no second path); returns the thread's own max. */
+    const auto take = [&](int t) {
+        const int row = t / slices, slice = t - row * slices;
+        float m;
+        const float d = held.sum(a, row, slice, m);
+        float bm = m, bd = d;
+        block_merge<TPB>(bm, bd, warp_slots, false);
+        publish_slice(state + 1 + (int64_t)row * slices, state + 1 + a.rows * slices + row, slice,
+                      make_float2(bm, bd));
+        return m;
+    };
+    int t = draw();
+    if (t >= total) return; /* uniform across the block */
+    float m = take(t);
+    for (;;) {
+        /* each thread reads back only its own places of parked and parked_max */
+        held.park(parked);
+        parked_max[threadIdx.x] = m;
+        const int p = t;
+        t = draw();
+        if (t < total) m = take(t);
+        const int row = p / slices, slice = p - row * slices;
+        const float2 r = gather_row_stats(state + 1 + (int64_t)row * slices,
+                                          state + 1 + a.rows * slices + row, slices, &row_stats);
+        H::store_parked(a, row, slice, parked_max[threadIdx.x], r, parked);
+        if (t >= total) return;
+    }
+}
+
 /* FC_SOFTMAX_SPLIT_HELD_BLOCKS_PER_SM blocks per SM: 64 registers per thread at 256 threads,
  * enough for the 32 values plus addresses, and four blocks to overlap one block's exchange
  * with the others' loads and stores. */
 #define FC_HELD_FLOATS(DT) \
     held_floats<DT, FC_SOFTMAX_SPLIT_HELD_THREADS, FC_SOFTMAX_SPLIT_HELD_ITEMS>
-#define FC_HELD_BITS(DT) \
-    held_bits<DT, FC_SOFTMAX_SPLIT_HELD_THREADS, FC_SOFTMAX_SPLIT_HELD_BITS_ITEMS>
+/* held_bits holds 16 bytes a vector: 64 16-bit values or 32 f32 ones per thread, 32 registers. */
+#define FC_HELD_BITS(DT)                                                                       \
+    held_bits<DT, FC_SOFTMAX_SPLIT_HELD_THREADS,                                               \
+              DT == FC_F32 ? FC_SOFTMAX_SPLIT_HELD_ITEMS : FC_SOFTMAX_SPLIT_HELD_BITS_ITEMS>
 #define FC_SPLIT_HELD_KERNEL(dt_name, DT, unused)                                              \
     extern "C" __global__ void __launch_bounds__(FC_SOFTMAX_SPLIT_HELD_THREADS,                 \
                                                  FC_SOFTMAX_SPLIT_HELD_BLOCKS_PER_SM)           \
@@ -269,3 +375,10 @@ FC_SOFTMAX_FOR_DTYPES(FC_SPLIT_HELD_KERNEL, 0)
     }
 FC_SPLIT_HELD_BITS_KERNEL(f16, FC_F16)
 FC_SPLIT_HELD_BITS_KERNEL(bf16, FC_BF16)
+#define FC_SPLIT_HELD_PIPELINED_KERNEL(dt_name, DT, unused)                                    \
+    extern "C" __global__ void __launch_bounds__(FC_SOFTMAX_SPLIT_HELD_THREADS,                 \
+                                                 FC_SOFTMAX_SPLIT_HELD_BLOCKS_PER_SM)           \
+        fc_softmax_split_held_pipelined_##dt_name(fc_softmax_args a) {                          \
+        softmax_split_held_pipelined<FC_SOFTMAX_SPLIT_HELD_THREADS, FC_HELD_BITS(DT)>(a);     \
+    }
+FC_SOFTMAX_FOR_DTYPES(FC_SPLIT_HELD_PIPELINED_KERNEL, 0)

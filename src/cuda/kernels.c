@@ -92,7 +92,11 @@ static flashcl_status size_staged_kernel(fc_cuda_context *ctx, int dt) {
     return FLASHCL_SUCCESS;
 }
 
-/* How many blocks of the split-held kernels an SM holds at once (static shared memory only). */
+/* How many blocks of the split-held kernels an SM holds at once (static shared memory only).
+ * The pipelined one parks a slice in 32 KiB of shared memory per block: it asks for the largest
+ * shared-memory carveout, so that its register-bound 4 blocks per SM are not cut to what the
+ * default L1 split leaves. That is a hint, whose refusal changes nothing but the occupancy below,
+ * which says what the driver grants. */
 static flashcl_status size_split_held_kernel(fc_cuda_context *ctx, int dt) {
     fc_cuda_kernels *k = &ctx->kernels;
     CUresult r = fc_cu()->OccupancyMaxActiveBlocksPerMultiprocessor(
@@ -102,6 +106,16 @@ static flashcl_status size_split_held_kernel(fc_cuda_context *ctx, int dt) {
         r = fc_cu()->OccupancyMaxActiveBlocksPerMultiprocessor(
             &k->softmax_split_held_bits_blocks_per_sm[dt], k->softmax_split_held_bits[dt],
             FC_SOFTMAX_SPLIT_HELD_THREADS, 0);
+    if (r == CUDA_SUCCESS) {
+        if (fc_cu()->FuncSetAttribute(k->softmax_split_held_pipelined[dt],
+                                      CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
+                                      CU_SHAREDMEM_CARVEOUT_MAX_SHARED) != CUDA_SUCCESS) {
+            /* only a hint: the occupancy query below tells what the default grants */
+        }
+        r = fc_cu()->OccupancyMaxActiveBlocksPerMultiprocessor(
+            &k->softmax_split_held_pipelined_blocks_per_sm[dt],
+            k->softmax_split_held_pipelined[dt], FC_SOFTMAX_SPLIT_HELD_THREADS, 0);
+    }
     if (r != CUDA_SUCCESS)
         return fc_cu_fail(r, "cuOccupancyMaxActiveBlocksPerMultiprocessor(split-held softmax kernel)");
     return FLASHCL_SUCCESS;
@@ -130,6 +144,7 @@ static flashcl_status get_softmax_kernels(fc_cuda_context *ctx, int dt) {
     FC_GET_(softmax_staged, "fc_softmax_staged")
     FC_GET_(softmax_split_held, "fc_softmax_split_held")
     if (dt != FLASHCL_F32) FC_GET_(softmax_split_held_bits, "fc_softmax_split_held_bits")
+    FC_GET_(softmax_split_held_pipelined, "fc_softmax_split_held_pipelined")
 #undef FC_GET_
     if (st == FLASHCL_SUCCESS) st = size_resident_kernel(ctx, dt);
     if (st == FLASHCL_SUCCESS) st = size_split_held_kernel(ctx, dt);

@@ -20,9 +20,12 @@
  *                     a plain grid of rows * slices blocks, each taking its
  *                     (row, slice) by ticket in the order blocks start, exchanging (max, sum)
  *                     as published words on state its blocks clear for the next launch (no
- *                     memset first): one read, one write, no lock-step rounds. Rows
- *                     past 32768 columns, as long as a row takes at most one slice per SM
- *                     (~1.08M columns on an H100, ~2.16M for 16-bit inputs).
+ *                     memset first): one read, one write, no lock-step rounds. Rows of many
+ *                     slices take the pipelined form: a grid the GPU holds at once, whose
+ *                     blocks park a slice in shared memory and load their next one before
+ *                     waiting for the parked one's row. Rows past 32768 columns, as long as a
+ *                     row takes at most one slice per SM (~1.08M columns on an H100, ~2.16M
+ *                     for 16-bit inputs).
  * Forced SPLIT_ROW takes the split-held kernel where it fits, else the staged kernel with two
  * chunks or more where it fits, else the resident split, else the two-kernel split.
  *
@@ -30,7 +33,10 @@
  * split-held kernel, 16-bit rows in the f32 register configurations), for A/B measurements;
  * FLASHCL_CUDA_SOFTMAX_SPLIT_HELD=0 leaves the split-held kernel out (AUTO and forced SPLIT_ROW
  * then choose as before it), for A/B measurements;
- * FLASHCL_CUDA_SOFTMAX_NO_HELD_BITS=1 holds 16-bit split-held slices as f32 (8192 columns);
+ * FLASHCL_CUDA_SOFTMAX_NO_HELD_BITS=1 holds split-held slices as f32 (8192 columns), in the
+ * one-ticket kernel; FLASHCL_CUDA_SOFTMAX_PIPELINE_SLICES=n sends split-held rows of at least
+ * n slices to the pipelined kernel (by default rows of 33 or more, when they are more slices
+ * than its grid's blocks);
  * FLASHCL_CUDA_SOFTMAX_TRACE=1 prints the plan of each call on stderr;
  * FLASHCL_CUDA_SOFTMAX_STAGED_BUFFERS=1|2 and FLASHCL_CUDA_SOFTMAX_STAGED_CHUNKS=n restrict the
  * staged kernel's layouts to those (where they fit), for tuning. */
@@ -185,28 +191,60 @@ static staged_plan plan_staged(const fc_cuda_context *ctx, const fc_softmax_desc
     return best;
 }
 
-/* The split-held kernel for this call's input dtype: for 16-bit inputs the one that holds the
- * values as their storage bits (held_bits in cuda/softmax_split_held.cuh: slices of 16384
- * columns in the registers that hold 8192 as f32), unless FLASHCL_CUDA_SOFTMAX_NO_HELD_BITS=1
- * (A/B) or the rows do not suit it (x and y rows 16-byte aligned, cols a multiple of 8), else
- * the f32-held one (slices of 8192). Each is deterministic; the two holders may differ in the
- * last bits (their sums run over different trees). H100 (2026-11-25, session 8), 16-bit, ms
- * against the f32-held kernel in the same run: 1024x131072 0.223 vs 0.247-0.256, 64x1048576
- * 0.119-0.120 vs 0.135-0.136, 2048x65536 0.216-0.218 vs 0.241-0.247, 4096x40000 0.269-0.279
- * vs 0.297-0.300, 256x262144 0.115 vs 0.121-0.122. */
+/* The split-held kernel for this call: unless FLASHCL_CUDA_SOFTMAX_NO_HELD_BITS=1 (A/B) or the
+ * rows do not suit them (x and y rows 16-byte aligned, cols a multiple of a 16-byte vector),
+ * a kernel that holds the values as their storage bits (held_bits in
+ * cuda/softmax_split_held.cuh: slices of 16384 16-bit columns or 8192 f32 ones, 32 registers a
+ * thread), else the one-ticket f32-held one (slices of 8192). Held as bits, rows of at least
+ * FC_SPLIT_HELD_PIPELINE_SLICES slices take the pipelined kernel when they are more slices in
+ * all than its grid has blocks, others the one-ticket kernel (for f32 inputs its f32-held form:
+ * the same expressions over the same slices).
+ *
+ * Each is deterministic; for 16-bit inputs the two holders may differ in the last bits (their
+ * sums run over different trees). H100 (2026-11-25, session 8), 16-bit, ms, bits against
+ * f32-held in the same run: 1024x131072 0.223 vs 0.247-0.256, 64x1048576 0.119-0.120 vs
+ * 0.135-0.136, 2048x65536 0.216-0.218 vs 0.241-0.247, 4096x40000 0.269-0.279 vs 0.297-0.300,
+ * 256x262144 0.115 vs 0.121-0.122.
+ *
+ * Pipelined against one-ticket, H200 (2026-11-25, session 14, ms): 64x1048576 f32 (128 slices)
+ * 0.163-0.164 against 0.188-0.191, f16 (64) 0.097 against 0.100-0.101; rows of fewer slices
+ * slower: 256x262144 f16 (16) 0.100-0.102 against 0.0965-0.0976, 1024x131072 f16 (8)
+ * 0.187-0.188 against 0.179-0.182, 2048x65536 f16 (4) 0.187 against 0.177-0.180, 4096x40000
+ * f32 (5) 0.383 against 0.366-0.373. A
+ * row of few slices waits little in the one-ticket kernel (its slices are drawn together), so
+ * the pipeline's parking costs more than it saves; so does a launch of no more slices than the
+ * pipelined grid's blocks, each of which then takes one (4x1048576 f32: 0.0143-0.0144 against
+ * 0.0139). FLASHCL_CUDA_SOFTMAX_PIPELINE_SLICES=n instead sends every row of at least n slices
+ * to it (tests, A/B). */
+#define FC_SPLIT_HELD_PIPELINE_SLICES 33
+
 typedef struct held_kernels {
     CUfunction kernel;
     int64_t slice_cols;
     int blocks_per_sm;
+    int pipelined; /* a grid of at most blocks_per_sm per SM, each block taking tickets */
 } held_kernels;
 
 static held_kernels pick_held(const fc_cuda_context *ctx, const fc_softmax_desc *d,
                               const fc_softmax_args *a) {
     const fc_cuda_kernels *k = &ctx->kernels;
-    const int dt = (int)d->x_dtype;
+    const int dt = (int)d->x_dtype, f32 = d->x_dtype == FLASHCL_F32;
+    const int64_t vec = 16 / (int64_t)dtype_bytes(d->x_dtype);
+    const int64_t bits_slice = f32 ? FC_SPLIT_HELD_SLICE : FC_SPLIT_HELD_BITS_SLICE;
+    const int bits = a->x_vec_ok && a->y_vec_ok && d->cols % vec == 0 &&
+                     !fc_env_flag("FLASHCL_CUDA_SOFTMAX_NO_HELD_BITS");
+    const int64_t slices = (int64_t)ceil_div((uint64_t)d->cols, (uint64_t)bits_slice);
+    const long forced = fc_env_long("FLASHCL_CUDA_SOFTMAX_PIPELINE_SLICES", 0);
+    const int64_t fit = (int64_t)ctx->sm_count * k->softmax_split_held_pipelined_blocks_per_sm[dt];
     held_kernels h;
-    if (k->softmax_split_held_bits[dt] && a->x_vec_ok && a->y_vec_ok && d->cols % 8 == 0 &&
-        !fc_env_flag("FLASHCL_CUDA_SOFTMAX_NO_HELD_BITS")) {
+    memset(&h, 0, sizeof h);
+    if (bits && (forced > 0 ? slices >= forced
+                            : slices >= FC_SPLIT_HELD_PIPELINE_SLICES && d->rows * slices > fit)) {
+        h.kernel = k->softmax_split_held_pipelined[dt];
+        h.slice_cols = bits_slice;
+        h.blocks_per_sm = k->softmax_split_held_pipelined_blocks_per_sm[dt];
+        h.pipelined = 1;
+    } else if (bits && !f32) {
         h.kernel = k->softmax_split_held_bits[dt];
         h.slice_cols = FC_SPLIT_HELD_BITS_SLICE;
         h.blocks_per_sm = k->softmax_split_held_bits_blocks_per_sm[dt];
@@ -216,6 +254,14 @@ static held_kernels pick_held(const fc_cuda_context *ctx, const fc_softmax_desc 
         h.blocks_per_sm = k->softmax_split_held_blocks_per_sm[dt];
     }
     return h;
+}
+
+/* Blocks of a split-held launch: one per slice, or for the pipelined kernel at most as many as
+ * the GPU holds at once. */
+static uint64_t split_held_blocks(const fc_cuda_context *ctx, const held_kernels *h,
+                                  uint64_t tickets) {
+    const uint64_t fit = (uint64_t)ctx->sm_count * (uint64_t)h->blocks_per_sm;
+    return h->pipelined && fit < tickets ? fit : tickets;
 }
 
 /* Slices per row for the split-held kernel, or 0 when it cannot take the shape: a row's slices
@@ -229,7 +275,8 @@ static int64_t plan_split_held(const fc_cuda_context *ctx, const fc_softmax_desc
                                const held_kernels *h) {
     const int64_t cap = h->blocks_per_sm > 0 ? ctx->sm_count : 0;
     const int64_t slices = (int64_t)ceil_div((uint64_t)d->cols, (uint64_t)h->slice_cols);
-    if (slices > cap || d->rows * slices >= ((int64_t)1 << 31)) return 0;
+    /* tickets past the last slice are drawn too, one per block (int in the kernel) */
+    if (slices > cap || d->rows * slices + cap * h->blocks_per_sm >= ((int64_t)1 << 31)) return 0;
     return slices;
 }
 
@@ -422,17 +469,19 @@ static flashcl_status run_staged(fc_cuda_context *ctx, const fc_softmax_desc *d,
     return FLASHCL_SUCCESS;
 }
 
-/* The split-held kernel: rows * slices blocks, whose row and slice come from their tickets (not
- * their block index), on a region of the split state that is 0 when it starts and whose blocks
- * zero the other region for the next launch (split_state.c). A plain launch: plan_split_held
- * keeps a row's slices within one per SM. */
+/* The split-held kernel: rows * slices tickets, each a slice (its row and slice come from the
+ * ticket, not the block index), taken by one block each or, pipelined, by a grid the GPU holds
+ * at once (split_held_blocks); on a region of the split state that is 0 when it starts and whose
+ * blocks zero the other region for the next launch (split_state.c). A plain launch:
+ * plan_split_held keeps a row's slices within one per SM. */
 static flashcl_status run_split_held(fc_cuda_context *ctx, const fc_softmax_desc *d,
                                      fc_softmax_args *a, int64_t slices, const held_kernels *h) {
-    const uint64_t blocks = (uint64_t)d->rows * (uint64_t)slices;
+    const uint64_t tickets = (uint64_t)d->rows * (uint64_t)slices;
+    const uint64_t blocks = split_held_blocks(ctx, h, tickets);
     fc_cuda_split_state state;
     flashcl_status st;
     /* the ticket counter, a word per slice, an arrival count per row */
-    st = fc_cuda_split_state_acquire(ctx, (size_t)(1 + blocks + (uint64_t)d->rows), blocks,
+    st = fc_cuda_split_state_acquire(ctx, (size_t)(1 + tickets + (uint64_t)d->rows), blocks,
                                      FC_SOFTMAX_SPLIT_HELD_THREADS, &state);
     if (st != FLASHCL_SUCCESS) return st;
     a->chunks = (int32_t)slices;
@@ -463,8 +512,9 @@ static void trace_plan(const fc_cuda_context *ctx, const fc_softmax_desc *d,
                 (long long)staged->chunks, (long long)staged->chunk_cols,
                 (long long)staged->held_cols, staged->buffers, (long long)staged->rows_per_grid);
     if (plan == PLAN_SPLIT_HELD)
-        fprintf(stderr, " slices %lld of %lld columns (%d blocks per SM fit)",
-                (long long)slices, (long long)h->slice_cols, h->blocks_per_sm);
+        fprintf(stderr, " slices %lld of %lld columns (%d blocks per SM fit%s)",
+                (long long)slices, (long long)h->slice_cols, h->blocks_per_sm,
+                h->pipelined ? ", pipelined" : "");
     fputc('\n', stderr);
 }
 

@@ -250,10 +250,14 @@ static void test_softmax_on_wrapped_memory(void **state) {
 /* The split-held kernels: a call after one whose blocks cleared the state for it and a call
  * after the host cleared it (FLASHCL_CUDA_SOFTMAX_HOST_CLEAR=1, src/cuda/split_state.c) must
  * give the same bits, special rows, log-softmax, negative scales and row tails included, for
- * both holders: the f32-held slices (f32 inputs, and 16-bit ones under
- * FLASHCL_CUDA_SOFTMAX_NO_HELD_BITS=1) and 16-bit inputs held as their bits (slices of 16384
- * columns). Each holder is also checked against host_ref (their sums run over different trees,
- * so they may differ from each other in the last bits). */
+ * each kernel: the one AUTO takes, the one-ticket f32-held one (FLASHCL_CUDA_SOFTMAX_NO_HELD_BITS=1;
+ * also what rows whose length is not a multiple of a 16-byte vector get) and the pipelined one
+ * (FLASHCL_CUDA_SOFTMAX_PIPELINE_SLICES=1), on launches of fewer slices than its grid holds and
+ * of more (its blocks then take several tickets each). Each is checked against host_ref. The
+ * pipelined kernel computes the one-ticket kernels' expressions over the same slices, so it
+ * must match them bit for bit: the f32-held one for f32 inputs, the bits-held one (AUTO's for
+ * rows of few slices) for 16-bit ones. The two holders of 16-bit inputs sum over different
+ * trees, so those two may differ in the last bits. */
 static void test_split_held_kernels_agree(void **state) {
     static const struct {
         flashcl_dtype xt, yt;
@@ -267,7 +271,15 @@ static void test_split_held_kernels_agree(void **state) {
                   {FLASHCL_F16, FLASHCL_F32, 5, 131072, 1, -0.5f},
                   {FLASHCL_BF16, FLASHCL_F16, 4, 49160, 0, 2.0f},
                   {FLASHCL_F16, FLASHCL_BF16, 3, 1048576, 0, 1.0f},
-                  {FLASHCL_BF16, FLASHCL_F32, 2, 40001, 1, 1.0f}}; /* cols % 8: f32-held only */
+                  {FLASHCL_BF16, FLASHCL_F32, 2, 40001, 1, 1.0f}, /* cols % 8: f32-held only */
+                  /* more slices than the pipelined grid's blocks (at most 4 per SM) */
+                  {FLASHCL_F16, FLASHCL_F16, 200, 65536, 0, 1.0f},
+                  {FLASHCL_F32, FLASHCL_F32, 150, 65536, 1, 1.0f},
+                  {FLASHCL_F32, FLASHCL_BF16, 97, 73728, 0, 0.5f},
+                  {FLASHCL_F32, FLASHCL_F32, 6, 40000, 0, 1.0f},
+                  /* pipelined under AUTO too (at least 33 slices), several tickets a block */
+                  {FLASHCL_F16, FLASHCL_F16, 12, 1048576, 1, 1.0f},
+                  {FLASHCL_F32, FLASHCL_F32, 20, 300000, 0, -2.0f}};
     (void)state;
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         const flashcl_dtype xt = shapes[s].xt, yt = shapes[s].yt;
@@ -275,14 +287,14 @@ static void test_split_held_kernels_agree(void **state) {
         const size_t n = (size_t)(rows * cols);
         const size_t x_bytes = n * host_ref_dtype_size(xt), y_bytes = n * host_ref_dtype_size(yt);
         unsigned char *x_host = malloc(x_bytes), *y_first = malloc(y_bytes);
-        unsigned char *y_host = malloc(y_bytes);
+        unsigned char *y_host = malloc(y_bytes), *y_bits = malloc(y_bytes);
         float *row = malloc((size_t)cols * sizeof *row);
         char what[96];
         flashcl_softmax_params params = {shapes[s].scale, shapes[s].log, FLASHCL_SOFTMAX_AUTO};
         flashcl_buffer *xb = NULL, *yb = NULL;
         flashcl_tensor x, y;
         uint64_t seed = 777;
-        assert_true(x_host && y_first && y_host && row);
+        assert_true(x_host && y_first && y_host && y_bits && row);
         for (int64_t r = 0; r < rows; r++) {
             fill_row(row, cols, r, 1, &seed);
             for (int64_t j = 0; j < cols; j++) host_ref_store(xt, x_host, (size_t)(r * cols + j), row[j]);
@@ -298,28 +310,39 @@ static void test_split_held_kernels_agree(void **state) {
         snprintf(what, sizeof what, "%s->%s %lldx%lld scale %g%s", host_ref_dtype_name(xt),
                  host_ref_dtype_name(yt), (long long)rows, (long long)cols,
                  (double)shapes[s].scale, shapes[s].log ? " log" : "");
-        for (int pass = 0; pass < 4; pass++) { /* bit 0: the host clears; bit 1: f32-held */
-            unsigned char *out = pass & 1 ? y_host : y_first;
+        /* kernel 0: AUTO's, 1: f32-held, 2: pipelined; clear 0: by the kernels, 1: the host */
+        for (int pass = 0; pass < 6; pass++) {
+            const int kernel = pass / 2, host_clears = pass % 2;
+            static const char *const names[] = {"AUTO's", "f32-held", "pipelined"};
+            unsigned char *out = host_clears ? y_host : y_first;
             memset(out, 0x5a, y_bytes);
             assert_int_equal(flashcl_buffer_write(yb, 0, out, y_bytes), FLASHCL_SUCCESS); /* poison */
-            if (pass & 1) setenv("FLASHCL_CUDA_SOFTMAX_HOST_CLEAR", "1", 1);
-            if (pass & 2) setenv("FLASHCL_CUDA_SOFTMAX_NO_HELD_BITS", "1", 1);
+            if (host_clears) setenv("FLASHCL_CUDA_SOFTMAX_HOST_CLEAR", "1", 1);
+            if (kernel == 1) setenv("FLASHCL_CUDA_SOFTMAX_NO_HELD_BITS", "1", 1);
+            if (kernel == 2) setenv("FLASHCL_CUDA_SOFTMAX_PIPELINE_SLICES", "1", 1);
             if (flashcl_softmax(g_ctx, &params, &x, &y) != FLASHCL_SUCCESS)
                 fail_msg("flashcl_softmax: %s", flashcl_last_error());
             unsetenv("FLASHCL_CUDA_SOFTMAX_HOST_CLEAR");
             unsetenv("FLASHCL_CUDA_SOFTMAX_NO_HELD_BITS");
+            unsetenv("FLASHCL_CUDA_SOFTMAX_PIPELINE_SLICES");
             assert_int_equal(flashcl_buffer_read(yb, 0, out, y_bytes), FLASHCL_SUCCESS);
-            if (!(pass & 1)) continue;
+            if (!host_clears) continue;
             if (memcmp(y_first, y_host, y_bytes) != 0)
                 fail_msg("%s: the split-held kernel's bits differ after kernel and host "
-                         "clearing (%s)", what,
-                         pass & 2 ? "f32-held" : "bits held");
+                         "clearing (%s)", what, names[kernel]);
             check_rows(xt, x_host, yt, y_first, rows, cols, cols, 0, shapes[s].scale,
                        shapes[s].log, what);
+            /* the one-ticket kernel of the pipelined one's holder: AUTO's for 16-bit inputs
+             * (bits held where the rows allow, else f32-held as the pipelined one falls back
+             * to), f32-held for f32 ones */
+            if (kernel == (xt == FLASHCL_F32 ? 1 : 0)) memcpy(y_bits, y_host, y_bytes);
+            if (kernel == 2 && memcmp(y_bits, y_host, y_bytes) != 0)
+                fail_msg("%s: the pipelined kernel's bits differ from the one-ticket kernel's",
+                         what);
         }
         flashcl_buffer_destroy(xb);
         flashcl_buffer_destroy(yb);
-        free(x_host), free(y_first), free(y_host), free(row);
+        free(x_host), free(y_first), free(y_host), free(y_bits), free(row);
     }
 }
 
