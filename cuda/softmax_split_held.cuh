@@ -304,7 +304,11 @@ template <int TPB, typename H> __device__ void softmax_split_held(const fc_softm
  * later). Were every running block waiting on a row not wholly drawn, that row would be the
  * newest (the one holding the highest ticket drawn), and every running block's tickets would
  * be slices of it: more slices than running blocks, which the host's one slice per SM excludes
- * (plan_split_held). */
+ * (plan_split_held). Past that, the host launches the grid cooperatively, so that all its
+ * blocks run together: each then holds two tickets of that row (a block holds one only once
+ * the tickets have run out, when no row is short of any), so the row would have at least twice
+ * as many slices as the grid has blocks, which the host excludes too (it keeps to one a
+ * block). */
 template <int TPB, typename H> __device__ void softmax_split_held_pipelined(const fc_softmax_args &a) {
     __shared__ uint4 parked[H::NV * TPB];
     __shared__ float parked_max[TPB]; /* each thread's own max over its parked values */

@@ -25,7 +25,8 @@
  *                     blocks park a slice in shared memory and load their next one before
  *                     waiting for the parked one's row. Rows past 32768 columns, as long as a
  *                     row takes at most one slice per SM (~1.08M columns on an H100, ~2.16M
- *                     for 16-bit inputs).
+ *                     for 16-bit inputs), or in the pipelined form, launched cooperatively,
+ *                     one per block (4 per SM: ~4.3M and ~8.6M columns).
  * Forced SPLIT_ROW takes the split-held kernel where it fits, else the staged kernel with two
  * chunks or more where it fits, else the resident split, else the two-kernel split.
  *
@@ -214,7 +215,8 @@ static staged_plan plan_staged(const fc_cuda_context *ctx, const fc_softmax_desc
  * row of few slices waits little in the one-ticket kernel (its slices are drawn together), so
  * the pipeline's parking costs more than it saves; so does a launch of no more slices than the
  * pipelined grid's blocks, each of which then takes one (4x1048576 f32: 0.0143-0.0144 against
- * 0.0139). FLASHCL_CUDA_SOFTMAX_PIPELINE_SLICES=n instead sends every row of at least n slices
+ * 0.0139): 1x8388608 16-bit (512 slices, cooperative) 0.020 against the resident split's
+ * 0.0166. FLASHCL_CUDA_SOFTMAX_PIPELINE_SLICES=n instead sends every row of at least n slices
  * to it (tests, A/B). */
 #define FC_SPLIT_HELD_PIPELINE_SLICES 33
 
@@ -270,13 +272,21 @@ static uint64_t split_held_blocks(const fc_cuda_context *ctx, const held_kernels
  * device holds (blocks per SM x SMs): launches that run at the same time (two contexts' streams,
  * MPS clients) each need their newest row's slices resident, so with one per SM as many
  * launches as blocks fit on an SM (4) still finish. The same bound as the OpenCL cooperative
- * split row. */
+ * split row. Past it, the pipelined kernel in a cooperative launch (all its blocks running
+ * together, whatever else runs) takes rows of up to one slice per block. Rows of fewer slices
+ * than twice its blocks would not deadlock (each block holds two published slices while it
+ * waits; the kernel's comment), but past one per block a row fills the GPU alone and every row
+ * ends in a grid-wide wait: H200, 2026-11-25, ms, against the plans before it: 8x8388608 f32
+ * (1024 slices) 0.331 against 0.204-0.205, while 16-bit (512) gained, 0.123 against 0.137-0.139,
+ * as did 16x4194304 (512 f32 / 256 16-bit slices), f32 0.208 against 0.232, f16 0.106 against
+ * 0.159. */
 static int64_t plan_split_held(const fc_cuda_context *ctx, const fc_softmax_desc *d,
                                const held_kernels *h) {
-    const int64_t cap = h->blocks_per_sm > 0 ? ctx->sm_count : 0;
+    const int64_t fit = (int64_t)ctx->sm_count * h->blocks_per_sm;
+    const int64_t cap = h->blocks_per_sm <= 0 ? 0 : h->pipelined ? fit : ctx->sm_count;
     const int64_t slices = (int64_t)ceil_div((uint64_t)d->cols, (uint64_t)h->slice_cols);
     /* tickets past the last slice are drawn too, one per block (int in the kernel) */
-    if (slices > cap || d->rows * slices + cap * h->blocks_per_sm >= ((int64_t)1 << 31)) return 0;
+    if (slices > cap || d->rows * slices + fit >= ((int64_t)1 << 31)) return 0;
     return slices;
 }
 
@@ -490,9 +500,25 @@ static flashcl_status run_split_held(fc_cuda_context *ctx, const fc_softmax_desc
     a->clear = state.clear_at;
     a->clear_words = state.clear_words;
     a->clear_per = state.clear_per;
-    st = launch(ctx, h->kernel, blocks, FC_SOFTMAX_SPLIT_HELD_THREADS, a, "split-held");
-    if (st == FLASHCL_SUCCESS) fc_cuda_split_state_commit(ctx, &state);
-    return st;
+    if (slices > ctx->sm_count) { /* only the pipelined kernel (plan_split_held) */
+        void *params[1] = {a};
+        const CUresult r = fc_cu()->LaunchCooperativeKernel(
+            h->kernel, (unsigned)blocks, 1, 1, FC_SOFTMAX_SPLIT_HELD_THREADS, 1, 1, 0,
+            ctx->stream, params);
+        if (r == CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE) return FLASHCL_UNSUPPORTED;
+        if (r != CUDA_SUCCESS)
+            return fc_fail(r == CUDA_ERROR_OUT_OF_MEMORY ? FLASHCL_OUT_OF_MEMORY
+                                                         : FLASHCL_BACKEND_ERROR,
+                           "cuLaunchCooperativeKernel(pipelined split-held softmax kernel, %llu "
+                           "blocks of %d) failed: %s (%d)",
+                           (unsigned long long)blocks, FC_SOFTMAX_SPLIT_HELD_THREADS,
+                           fc_cu_error_name(r), (int)r);
+    } else {
+        st = launch(ctx, h->kernel, blocks, FC_SOFTMAX_SPLIT_HELD_THREADS, a, "split-held");
+        if (st != FLASHCL_SUCCESS) return st;
+    }
+    fc_cuda_split_state_commit(ctx, &state);
+    return FLASHCL_SUCCESS;
 }
 
 /* FLASHCL_CUDA_SOFTMAX_TRACE=1: one line per call on stderr with the plan taken (before any
@@ -580,7 +606,18 @@ flashcl_status fc_cuda_softmax(void *opaque, const fc_softmax_desc *d) {
     case PLAN_ROWS: st = run_rows(ctx, d, &a, legacy); break;
     case PLAN_CHUNKED: st = run_chunked(ctx, d, &a); break;
     case PLAN_SPLIT: st = run_split(ctx, d, &a); break;
-    case PLAN_SPLIT_HELD: st = run_split_held(ctx, d, &a, slices, &held); break;
+    case PLAN_SPLIT_HELD:
+        /* UNSUPPORTED: the driver refused the cooperative grid (SMs withheld, e.g. by MPS) */
+        st = run_split_held(ctx, d, &a, slices, &held);
+        if (st == FLASHCL_UNSUPPORTED) {
+            fc_clear_error();
+            st = run_resident(ctx, d, &a);
+        }
+        if (st == FLASHCL_UNSUPPORTED) {
+            fc_clear_error();
+            st = run_split(ctx, d, &a);
+        }
+        break;
     case PLAN_STAGED:
     case PLAN_RESIDENT:
         st = plan == PLAN_STAGED ? run_staged(ctx, d, &a, &staged) : FLASHCL_UNSUPPORTED;

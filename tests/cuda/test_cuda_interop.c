@@ -257,29 +257,36 @@ static void test_softmax_on_wrapped_memory(void **state) {
  * pipelined kernel computes the one-ticket kernels' expressions over the same slices, so it
  * must match them bit for bit: the f32-held one for f32 inputs, the bits-held one (AUTO's for
  * rows of few slices) for 16-bit ones. The two holders of 16-bit inputs sum over different
- * trees, so those two may differ in the last bits. */
+ * trees, so those two may differ in the last bits. Rows of more slices than SMs take only the
+ * pipelined kernel (cooperatively) and are checked against host_ref alone. */
 static void test_split_held_kernels_agree(void **state) {
     static const struct {
         flashcl_dtype xt, yt;
         int64_t rows, cols;
         int log;
         float scale;
-    } shapes[] = {{FLASHCL_F16, FLASHCL_F16, 7, 65536, 0, 1.0f},
-                  {FLASHCL_F32, FLASHCL_F32, 7, 65537, 1, 1.0f},
-                  {FLASHCL_BF16, FLASHCL_BF16, 3, 40000, 0, 1.0f},
-                  {FLASHCL_F32, FLASHCL_F32, 4, 49153, 1, 1.0f},
-                  {FLASHCL_F16, FLASHCL_F32, 5, 131072, 1, -0.5f},
-                  {FLASHCL_BF16, FLASHCL_F16, 4, 49160, 0, 2.0f},
-                  {FLASHCL_F16, FLASHCL_BF16, 3, 1048576, 0, 1.0f},
-                  {FLASHCL_BF16, FLASHCL_F32, 2, 40001, 1, 1.0f}, /* cols % 8: f32-held only */
+        int other_plans; /* 1: rows too long for the one-ticket kernels on some GPUs */
+    } shapes[] = {{FLASHCL_F16, FLASHCL_F16, 7, 65536, 0, 1.0f, 0},
+                  {FLASHCL_F32, FLASHCL_F32, 7, 65537, 1, 1.0f, 0},
+                  {FLASHCL_BF16, FLASHCL_BF16, 3, 40000, 0, 1.0f, 0},
+                  {FLASHCL_F32, FLASHCL_F32, 4, 49153, 1, 1.0f, 0},
+                  {FLASHCL_F16, FLASHCL_F32, 5, 131072, 1, -0.5f, 0},
+                  {FLASHCL_BF16, FLASHCL_F16, 4, 49160, 0, 2.0f, 0},
+                  {FLASHCL_F16, FLASHCL_BF16, 3, 1048576, 0, 1.0f, 0},
+                  {FLASHCL_BF16, FLASHCL_F32, 2, 40001, 1, 1.0f, 0}, /* cols % 8: f32-held only */
                   /* more slices than the pipelined grid's blocks (at most 4 per SM) */
-                  {FLASHCL_F16, FLASHCL_F16, 200, 65536, 0, 1.0f},
-                  {FLASHCL_F32, FLASHCL_F32, 150, 65536, 1, 1.0f},
-                  {FLASHCL_F32, FLASHCL_BF16, 97, 73728, 0, 0.5f},
-                  {FLASHCL_F32, FLASHCL_F32, 6, 40000, 0, 1.0f},
+                  {FLASHCL_F16, FLASHCL_F16, 200, 65536, 0, 1.0f, 0},
+                  {FLASHCL_F32, FLASHCL_F32, 150, 65536, 1, 1.0f, 0},
+                  {FLASHCL_F32, FLASHCL_BF16, 97, 73728, 0, 0.5f, 0},
+                  {FLASHCL_F32, FLASHCL_F32, 6, 40000, 0, 1.0f, 0},
                   /* pipelined under AUTO too (at least 33 slices), several tickets a block */
-                  {FLASHCL_F16, FLASHCL_F16, 12, 1048576, 1, 1.0f},
-                  {FLASHCL_F32, FLASHCL_F32, 20, 300000, 0, -2.0f}};
+                  {FLASHCL_F16, FLASHCL_F16, 12, 1048576, 1, 1.0f, 0},
+                  {FLASHCL_F32, FLASHCL_F32, 20, 300000, 0, -2.0f, 0},
+                  /* more slices a row than SMs: only the pipelined kernel, launched
+                   * cooperatively; the f32-held and AUTO's other plans are not split-held */
+                  {FLASHCL_F16, FLASHCL_F16, 2, 8388608, 0, 1.0f, 1},
+                  {FLASHCL_BF16, FLASHCL_F32, 3, 4194304, 1, 1.0f, 1},
+                  {FLASHCL_F32, FLASHCL_F32, 2, 4194304, 0, 1.0f, 1}};
     (void)state;
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         const flashcl_dtype xt = shapes[s].xt, yt = shapes[s].yt;
@@ -336,7 +343,7 @@ static void test_split_held_kernels_agree(void **state) {
              * (bits held where the rows allow, else f32-held as the pipelined one falls back
              * to), f32-held for f32 ones */
             if (kernel == (xt == FLASHCL_F32 ? 1 : 0)) memcpy(y_bits, y_host, y_bytes);
-            if (kernel == 2 && memcmp(y_bits, y_host, y_bytes) != 0)
+            if (kernel == 2 && !shapes[s].other_plans && memcmp(y_bits, y_host, y_bytes) != 0)
                 fail_msg("%s: the pipelined kernel's bits differ from the one-ticket kernel's",
                          what);
         }
