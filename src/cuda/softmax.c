@@ -607,20 +607,13 @@ flashcl_status fc_cuda_softmax(void *opaque, const fc_softmax_desc *d) {
     case PLAN_CHUNKED: st = run_chunked(ctx, d, &a); break;
     case PLAN_SPLIT: st = run_split(ctx, d, &a); break;
     case PLAN_SPLIT_HELD:
-        /* UNSUPPORTED: the driver refused the cooperative grid (SMs withheld, e.g. by MPS) */
-        st = run_split_held(ctx, d, &a, slices, &held);
-        if (st == FLASHCL_UNSUPPORTED) {
-            fc_clear_error();
-            st = run_resident(ctx, d, &a);
-        }
-        if (st == FLASHCL_UNSUPPORTED) {
-            fc_clear_error();
-            st = run_split(ctx, d, &a);
-        }
-        break;
     case PLAN_STAGED:
     case PLAN_RESIDENT:
-        st = plan == PLAN_STAGED ? run_staged(ctx, d, &a, &staged) : FLASHCL_UNSUPPORTED;
+        /* UNSUPPORTED: the driver refused a cooperative grid as too large (SMs withheld, e.g. by
+         * MPS); the resident split, then the two-kernel split, take the call instead */
+        st = plan == PLAN_SPLIT_HELD ? run_split_held(ctx, d, &a, slices, &held)
+             : plan == PLAN_STAGED   ? run_staged(ctx, d, &a, &staged)
+                                     : FLASHCL_UNSUPPORTED;
         if (st == FLASHCL_UNSUPPORTED) {
             fc_clear_error();
             st = run_resident(ctx, d, &a);
