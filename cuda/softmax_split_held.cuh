@@ -39,12 +39,12 @@
  *
  * held_bits keeps the inputs as their storage bits, 16 bytes a vector, and recomputes s (and e)
  * from them in each pass: for 16-bit inputs a block holds twice the columns of a held_floats
- * block in the same registers; for f32 inputs the same columns, with the same expressions (one
- * exp more per element, at the store), which the pipelined kernel parks in shared memory as
- * they are. It also stores from parked bits (store_parked). A block's life has a fixed part that moves no data (ticket, then two block
- * reductions and the exchange, before the exchange became published words; ~3 us on an H100
- * under ncu), and with f32-held 16-bit slices of 8192 columns it
- * was ~40 % of it: ncu measured 1024x131072 f16 at 61.6 % of DRAM bandwidth against f32's 78.2 %
+ * block in the same registers; for f32 inputs the same columns with the same expressions (one
+ * exp more per element, at the store), as bits the pipelined kernel can park in shared memory
+ * and store from there (store_parked). A block's life has a fixed part that moves no data
+ * (ticket, then two block reductions and the exchange, before the exchange became published
+ * words; ~3 us on an H100 under ncu), and with f32-held 16-bit slices of 8192 columns it was
+ * ~40 % of it: ncu measured 1024x131072 f16 at 61.6 % of DRAM bandwidth against f32's 78.2 %
  * with the same kernel, whose slices move twice the bytes per block. */
 template <int DT, int TPB, int ITEMS> struct held_floats {
     static constexpr int COLS = TPB * ITEMS;
@@ -309,7 +309,8 @@ template <int TPB, typename H> __device__ void softmax_split_held(const fc_softm
  * the tickets have run out, when no row is short of any), so the row would have at least twice
  * as many slices as the grid has blocks, which the host excludes too (it keeps to one a
  * block). */
-template <int TPB, typename H> __device__ void softmax_split_held_pipelined(const fc_softmax_args &a) {
+template <int TPB, typename H>
+__device__ void softmax_split_held_pipelined(const fc_softmax_args &a) {
     __shared__ uint4 parked[H::NV * TPB];
     __shared__ float parked_max[TPB]; /* each thread's own max over its parked values */
     __shared__ float2 warp_slots[32];

@@ -250,10 +250,11 @@ static void test_softmax_on_wrapped_memory(void **state) {
 /* The split-held kernels: a call after one whose blocks cleared the state for it and a call
  * after the host cleared it (FLASHCL_CUDA_SOFTMAX_HOST_CLEAR=1, src/cuda/split_state.c) must
  * give the same bits, special rows, log-softmax, negative scales and row tails included, for
- * each kernel: the one AUTO takes, the one-ticket f32-held one (FLASHCL_CUDA_SOFTMAX_NO_HELD_BITS=1;
- * also what rows whose length is not a multiple of a 16-byte vector get) and the pipelined one
- * (FLASHCL_CUDA_SOFTMAX_PIPELINE_SLICES=1), on launches of fewer slices than its grid holds and
- * of more (its blocks then take several tickets each). Each is checked against host_ref. The
+ * each kernel: the one AUTO takes, the one-ticket f32-held one
+ * (FLASHCL_CUDA_SOFTMAX_NO_HELD_BITS=1; also what rows whose length is not a multiple of a
+ * 16-byte vector get) and the pipelined one (FLASHCL_CUDA_SOFTMAX_PIPELINE_SLICES=1), on
+ * launches of fewer slices than its grid holds and of more (its blocks then take several
+ * tickets each). Each is checked against host_ref. The
  * pipelined kernel computes the one-ticket kernels' expressions over the same slices, so it
  * must match them bit for bit: the f32-held one for f32 inputs, the bits-held one (AUTO's for
  * rows of few slices) for 16-bit ones. The two holders of 16-bit inputs sum over different
