@@ -209,17 +209,17 @@ template <int TPB> FC_DEVICE void clear_previous(const fc_softmax_args &a) {
     for (uint64_t i = begin + threadIdx.x; i < end; i += TPB) other[i] = 0ull;
 }
 
-/* The row's (M, D) from the words its slices publish: this block's (m, d) goes to
- * slots[slice] and the block counts itself in at the row's arrival count, which thread 0 polls
- * until the row is complete; then warp 0 gathers the row's `slices` words, lane i taking
- * i, i + 32, ..., each waited for in turn (no order between a word and the count is relied
- * on), and merges them in that fixed order, then across the warp, so that every block of the
- * row gets the same bits. Every access is relaxed, at gpu scope: no data but the words
- * themselves is exchanged. Measured on an H100 (2026-11-25, ms, against this form's
- * 1024 x 131072 f16 0.204-0.206 and 64 x 1M f16 0.115-0.116): release/acquire on the count and
- * no waiting on the words 0.210-0.213 and 0.119-0.120; the words loaded two at a time before
- * either is waited for 0.212-0.215 and 0.113-0.114; warp 0's lanes each waiting for a word with
- * no count, as the OpenCL kernel does for up to 32 slices, 0.226 (f32: 0.431 against 0.386). */
+/* The split state's layout (a.counters, 64-bit words): [0] the ticket counter,
+ * [1 + r * slices + s] the word of slice s of row r, [1 + rows * slices + r] row r's arrival
+ * count. */
+FC_DEVICE unsigned long long *row_words(unsigned long long *state, int slices, int row) {
+    return state + 1 + (int64_t)row * slices;
+}
+FC_DEVICE unsigned long long *row_arrivals(unsigned long long *state, int64_t rows, int slices,
+                                           int row) {
+    return state + 1 + rows * slices + row;
+}
+
 /* This block's (m, d) to slots[slice], and the block counted in at the row's arrival count
  * (thread 0 only). */
 FC_DEVICE void publish_slice(unsigned long long *slots, unsigned long long *arrived, int slice,
@@ -249,6 +249,17 @@ FC_DEVICE float2 gather_row_stats(const unsigned long long *slots,
     return *row_stats;
 }
 
+/* The row's (M, D) from the words its slices publish: this block's (m, d) goes to
+ * slots[slice] and the block counts itself in at the row's arrival count, which thread 0 polls
+ * until the row is complete; then warp 0 gathers the row's `slices` words, lane i taking
+ * i, i + 32, ..., each waited for in turn (no order between a word and the count is relied
+ * on), and merges them in that fixed order, then across the warp, so that every block of the
+ * row gets the same bits. Every access is relaxed, at gpu scope: no data but the words
+ * themselves is exchanged. Measured on an H100 (2026-11-25, ms, against this form's
+ * 1024 x 131072 f16 0.204-0.206 and 64 x 1M f16 0.115-0.116): release/acquire on the count and
+ * no waiting on the words 0.210-0.213 and 0.119-0.120; the words loaded two at a time before
+ * either is waited for 0.212-0.215 and 0.113-0.114; warp 0's lanes each waiting for a word with
+ * no count, as the OpenCL kernel does for up to 32 slices, 0.226 (f32: 0.431 against 0.386). */
 FC_DEVICE float2 row_stats_from_words(unsigned long long *slots, unsigned long long *arrived,
                                       int slice, int slices, float2 md, float2 *row_stats) {
     publish_slice(slots, arrived, slice, md);
@@ -261,9 +272,8 @@ FC_DEVICE float2 row_stats_from_words(unsigned long long *slots, unsigned long l
  * the row's slices exchange theirs as published words. The same shape as the OpenCL
  * cooperative split row (cl/softmax_cooperative.cl), whose trimmed reductions made it faster
  * than this kernel with block reductions and partials behind an arrival counter: H100,
- * 2026-11-25, 1024 x 131072 f16 2702 GB/s through NVIDIA's OpenCL against 2519 here. State
- * (a.counters, 64-bit words): [0] the ticket counter, [1 + r * slices + s] slice s of row r's
- * word, [1 + rows * slices + r] row r's arrival count. */
+ * 2026-11-25, 1024 x 131072 f16 2702 GB/s through NVIDIA's OpenCL against 2519 here. State:
+ * row_words. */
 template <int TPB, typename H> __device__ void softmax_split_held(const fc_softmax_args &a) {
     __shared__ float2 warp_slots[32];
     __shared__ float2 row_stats;
@@ -284,8 +294,8 @@ template <int TPB, typename H> __device__ void softmax_split_held(const fc_softm
     block_merge<TPB>(bm, bd, warp_slots, slices == 1);
     float2 r = make_float2(bm, bd);
     if (slices > 1)
-        r = row_stats_from_words(state + 1 + (int64_t)row * slices,
-                                 state + 1 + (int64_t)a.rows * slices + row, slice, slices, r,
+        r = row_stats_from_words(row_words(state, slices, row),
+                                 row_arrivals(state, a.rows, slices, row), slice, slices, r,
                                  &row_stats);
     held.store(a, row, slice, m, r);
 }
@@ -334,8 +344,8 @@ __device__ void softmax_split_held_pipelined(const fc_softmax_args &a) {
         const float d = held.sum(a, row, slice, m);
         float bm = m, bd = d;
         block_merge<TPB>(bm, bd, warp_slots, false);
-        publish_slice(state + 1 + (int64_t)row * slices, state + 1 + a.rows * slices + row, slice,
-                      make_float2(bm, bd));
+        publish_slice(row_words(state, slices, row), row_arrivals(state, a.rows, slices, row),
+                      slice, make_float2(bm, bd));
         return m;
     };
     int t = draw();
@@ -349,8 +359,9 @@ __device__ void softmax_split_held_pipelined(const fc_softmax_args &a) {
         t = draw();
         if (t < total) m = take(t);
         const int row = p / slices, slice = p - row * slices;
-        const float2 r = gather_row_stats(state + 1 + (int64_t)row * slices,
-                                          state + 1 + a.rows * slices + row, slices, &row_stats);
+        const float2 r = gather_row_stats(row_words(state, slices, row),
+                                          row_arrivals(state, a.rows, slices, row), slices,
+                                          &row_stats);
         H::store_parked(a, row, slice, parked_max[threadIdx.x], r, parked);
         if (t >= total) return;
     }

@@ -101,6 +101,11 @@ static int row_config(int64_t cols, flashcl_dtype dt, int legacy) {
     return best;
 }
 
+/* Blocks of a kernel with blocks_per_sm blocks per SM that the GPU holds at once. */
+static int64_t blocks_fit(const fc_cuda_context *ctx, int blocks_per_sm) {
+    return (int64_t)ctx->sm_count * blocks_per_sm;
+}
+
 /* The resident split's layout for this shape: shared-memory parts per block (the fewest that
  * let one row's chunks all be resident), chunks per row, and how many rows one cooperative grid
  * holds, which is 0 when even one row does not fit on the device at once. */
@@ -115,8 +120,8 @@ static resident_plan plan_resident(const fc_cuda_context *ctx, const fc_softmax_
     memset(&r, 0, sizeof r);
     if (!ctx->cooperative) return r;
     for (r.parts = 0; r.parts <= k->softmax_resident_max_parts; r.parts++) {
-        int64_t max_blocks =
-            (int64_t)k->softmax_resident_blocks_per_sm[d->x_dtype][r.parts] * ctx->sm_count;
+        const int64_t max_blocks =
+            blocks_fit(ctx, k->softmax_resident_blocks_per_sm[d->x_dtype][r.parts]);
         r.chunk_cols = (1 + r.parts) * FC_RESIDENT_PART;
         r.chunks = (d->cols + r.chunk_cols - 1) / r.chunk_cols;
         /* All of one row's chunks must be resident at once; the kernel counts items in int. */
@@ -145,8 +150,7 @@ static staged_plan plan_staged(const fc_cuda_context *ctx, const fc_softmax_desc
     const fc_cuda_kernels *k = &ctx->kernels;
     const int64_t bytes = (int64_t)dtype_bytes(d->x_dtype);
     const int64_t granule = 32 * (16 / bytes); /* a warp's 16-byte vectors: aligned chunk starts */
-    const int64_t max_blocks =
-        (int64_t)k->softmax_staged_blocks_per_sm[d->x_dtype] * ctx->sm_count;
+    const int64_t max_blocks = blocks_fit(ctx, k->softmax_staged_blocks_per_sm[d->x_dtype]);
     /* Tuning overrides, for measurements: only this many buffers / chunks per row. */
     const char *force_buffers = getenv("FLASHCL_CUDA_SOFTMAX_STAGED_BUFFERS");
     const char *force_chunks = getenv("FLASHCL_CUDA_SOFTMAX_STAGED_CHUNKS");
@@ -211,13 +215,12 @@ static staged_plan plan_staged(const fc_cuda_context *ctx, const fc_softmax_desc
  * 0.163-0.164 against 0.188-0.191, f16 (64) 0.097 against 0.100-0.101; rows of fewer slices
  * slower: 256x262144 f16 (16) 0.100-0.102 against 0.0965-0.0976, 1024x131072 f16 (8)
  * 0.187-0.188 against 0.179-0.182, 2048x65536 f16 (4) 0.187 against 0.177-0.180, 4096x40000
- * f32 (5) 0.383 against 0.366-0.373. A
- * row of few slices waits little in the one-ticket kernel (its slices are drawn together), so
- * the pipeline's parking costs more than it saves; so does a launch of no more slices than the
- * pipelined grid's blocks, each of which then takes one (4x1048576 f32: 0.0143-0.0144 against
- * 0.0139): 1x8388608 16-bit (512 slices, cooperative) 0.020 against the resident split's
- * 0.0166. FLASHCL_CUDA_SOFTMAX_PIPELINE_SLICES=n instead sends every row of at least n slices
- * to it (tests, A/B). */
+ * f32 (5) 0.383 against 0.366-0.373. A row of few slices waits little in the one-ticket kernel
+ * (its slices are drawn together), so the pipeline's parking costs more than it saves; so does a
+ * launch of no more slices than the pipelined grid's blocks, each of which then takes one:
+ * 4x1048576 f32 0.0143-0.0144 against 0.0139, and 1x8388608 16-bit (512 slices, cooperative)
+ * 0.020 against the resident split's 0.0166. FLASHCL_CUDA_SOFTMAX_PIPELINE_SLICES=n instead
+ * sends every row of at least n slices to it (tests, A/B). */
 #define FC_SPLIT_HELD_PIPELINE_SLICES 33
 
 typedef struct held_kernels {
@@ -237,7 +240,7 @@ static held_kernels pick_held(const fc_cuda_context *ctx, const fc_softmax_desc 
                      !fc_env_flag("FLASHCL_CUDA_SOFTMAX_NO_HELD_BITS");
     const int64_t slices = (int64_t)ceil_div((uint64_t)d->cols, (uint64_t)bits_slice);
     const long forced = fc_env_long("FLASHCL_CUDA_SOFTMAX_PIPELINE_SLICES", 0);
-    const int64_t fit = (int64_t)ctx->sm_count * k->softmax_split_held_pipelined_blocks_per_sm[dt];
+    const int64_t fit = blocks_fit(ctx, k->softmax_split_held_pipelined_blocks_per_sm[dt]);
     held_kernels h;
     memset(&h, 0, sizeof h);
     if (bits && (forced > 0 ? slices >= forced
@@ -262,7 +265,7 @@ static held_kernels pick_held(const fc_cuda_context *ctx, const fc_softmax_desc 
  * the GPU holds at once. */
 static uint64_t split_held_blocks(const fc_cuda_context *ctx, const held_kernels *h,
                                   uint64_t tickets) {
-    const uint64_t fit = (uint64_t)ctx->sm_count * (uint64_t)h->blocks_per_sm;
+    const uint64_t fit = (uint64_t)blocks_fit(ctx, h->blocks_per_sm);
     return h->pipelined && fit < tickets ? fit : tickets;
 }
 
@@ -272,8 +275,9 @@ static uint64_t split_held_blocks(const fc_cuda_context *ctx, const held_kernels
  * device holds (blocks per SM x SMs): launches that run at the same time (two contexts' streams,
  * MPS clients) each need their newest row's slices resident, so with one per SM as many
  * launches as blocks fit on an SM (4) still finish. The same bound as the OpenCL cooperative
- * split row. Past it, the pipelined kernel in a cooperative launch (all its blocks running
- * together, whatever else runs) takes rows of up to one slice per block. Rows of fewer slices
+ * split row. Past it, on devices that take cooperative launches, the pipelined kernel in one
+ * (all its blocks running together, whatever else runs) takes rows of up to one slice per
+ * block. Rows of fewer slices
  * than twice its blocks would not deadlock (each block holds two published slices while it
  * waits; the kernel's comment), but past one per block a row fills the GPU alone and every row
  * ends in a grid-wide wait: H200, 2026-11-25, ms, against the plans before it: 8x8388608 f32
@@ -282,8 +286,10 @@ static uint64_t split_held_blocks(const fc_cuda_context *ctx, const held_kernels
  * 0.159. */
 static int64_t plan_split_held(const fc_cuda_context *ctx, const fc_softmax_desc *d,
                                const held_kernels *h) {
-    const int64_t fit = (int64_t)ctx->sm_count * h->blocks_per_sm;
-    const int64_t cap = h->blocks_per_sm <= 0 ? 0 : h->pipelined ? fit : ctx->sm_count;
+    const int64_t fit = blocks_fit(ctx, h->blocks_per_sm);
+    const int64_t cap = h->blocks_per_sm <= 0 ? 0
+                        : h->pipelined && ctx->cooperative ? fit
+                        : ctx->sm_count;
     const int64_t slices = (int64_t)ceil_div((uint64_t)d->cols, (uint64_t)h->slice_cols);
     /* tickets past the last slice are drawn too, one per block (int in the kernel) */
     if (slices > cap || d->rows * slices + fit >= ((int64_t)1 << 31)) return 0;
@@ -482,8 +488,10 @@ static flashcl_status run_staged(fc_cuda_context *ctx, const fc_softmax_desc *d,
 /* The split-held kernel: rows * slices tickets, each a slice (its row and slice come from the
  * ticket, not the block index), taken by one block each or, pipelined, by a grid the GPU holds
  * at once (split_held_blocks); on a region of the split state that is 0 when it starts and whose
- * blocks zero the other region for the next launch (split_state.c). A plain launch:
- * plan_split_held keeps a row's slices within one per SM. */
+ * blocks zero the other region for the next launch (split_state.c). A plain launch where
+ * plan_split_held keeps a row's slices within one per SM; past that (pipelined only) a
+ * cooperative one, so that all its blocks run together, which returns UNSUPPORTED when the
+ * driver refuses the grid as too large. */
 static flashcl_status run_split_held(fc_cuda_context *ctx, const fc_softmax_desc *d,
                                      fc_softmax_args *a, int64_t slices, const held_kernels *h) {
     const uint64_t tickets = (uint64_t)d->rows * (uint64_t)slices;
