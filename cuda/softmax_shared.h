@@ -84,5 +84,9 @@ typedef struct fc_softmax_args {
 /* Its 16-bit form (held_bits): values kept as storage bits, two per register, so as many
  * registers hold slices of THREADS * BITS_ITEMS columns. */
 #define FC_SOFTMAX_SPLIT_HELD_BITS_ITEMS 64
+/* Its wide form (16-bit inputs, whole rows): blocks of WIDE_THREADS, WIDE_BLOCKS_PER_SM of them
+ * per SM (64 registers per thread still), slices of twice the columns. */
+#define FC_SOFTMAX_SPLIT_HELD_WIDE_THREADS 512
+#define FC_SOFTMAX_SPLIT_HELD_WIDE_BLOCKS_PER_SM 2
 
 #endif

@@ -280,12 +280,17 @@ template <int TPB, typename H> __device__ void softmax_split_held(const fc_softm
     __shared__ unsigned ticket;
     unsigned long long *state = reinterpret_cast<unsigned long long *>(a.counters);
     clear_previous<TPB>(a);
-    if (threadIdx.x == 0) ticket = (unsigned)atomicAdd(state, 1ull);
-    __syncthreads();
     /* 32-bit ticket arithmetic: the host keeps rows * slices below 2^31. */
     const int slices = a.chunks;
-    const int row = (int)ticket / slices;
-    const int slice = (int)ticket - row * slices;
+    int row, slice = 0;
+    if (slices == 1) { /* whole rows wait for nothing: the block index is the row, no ticket */
+        row = (int)(blockIdx.y * gridDim.x + blockIdx.x);
+    } else {
+        if (threadIdx.x == 0) ticket = (unsigned)atomicAdd(state, 1ull);
+        __syncthreads();
+        row = (int)ticket / slices;
+        slice = (int)ticket - row * slices;
+    }
     H held;
     float m;
     const float d = held.sum(a, row, slice, m);
@@ -318,7 +323,13 @@ template <int TPB, typename H> __device__ void softmax_split_held(const fc_softm
  * blocks run together: each then holds two tickets of that row (a block holds one only once
  * the tickets have run out, when no row is short of any), so the row would have at least twice
  * as many slices as the grid has blocks, which the host excludes too (it keeps to one a
- * block). */
+ * block).
+ *
+ * Tickets drawn in the order blocks get to them beat a fixed assignment: a cooperative form in
+ * which block b took tickets b, b + grid, ... (no atomic, no barrier per draw) measured slower
+ * on every shape (H200, 2026-11-26, ms, against this kernel: 1024x131072 f16 0.205-0.206
+ * against 0.189, f32 0.336-0.337 against 0.313; 64x1M f16 0.105 against 0.098; 16x4194304 f32
+ * 0.234 against 0.210). */
 template <int TPB, typename H>
 __device__ void softmax_split_held_pipelined(const fc_softmax_args &a) {
     __shared__ uint4 parked[H::NV * TPB];
@@ -398,3 +409,19 @@ FC_SPLIT_HELD_BITS_KERNEL(bf16, FC_BF16)
         softmax_split_held_pipelined<FC_SOFTMAX_SPLIT_HELD_THREADS, FC_HELD_BITS(DT)>(a);     \
     }
 FC_SOFTMAX_FOR_DTYPES(FC_SPLIT_HELD_PIPELINED_KERNEL, 0)
+/* The wide one-ticket kernel for 16-bit inputs: blocks of WIDE_THREADS (two per SM at 64
+ * registers) holding slices of 32768 columns as their bits. The host gives it whole rows of
+ * 16385..32768 columns (one slice, no ticket, no exchange): two rows in flight per SM where the
+ * register kernels hold one (b1024x32). Longer rows measured slower in it than in the
+ * 256-thread kernel (H200, 2026-11-26, ms: 1024x131072 f16 0.189 against 0.179, 4096x40000
+ * 0.294 against 0.235; f32 in a 512-thread form as floats, 4096x40000 0.422 against 0.369). */
+#define FC_SPLIT_HELD_WIDE_KERNEL(dt_name, DT)                                                 \
+    extern "C" __global__ void __launch_bounds__(FC_SOFTMAX_SPLIT_HELD_WIDE_THREADS,            \
+                                                 FC_SOFTMAX_SPLIT_HELD_WIDE_BLOCKS_PER_SM)      \
+        fc_softmax_split_held_wide_##dt_name(fc_softmax_args a) {                               \
+        softmax_split_held<FC_SOFTMAX_SPLIT_HELD_WIDE_THREADS,                                  \
+                           held_bits<DT, FC_SOFTMAX_SPLIT_HELD_WIDE_THREADS,                    \
+                                     FC_SOFTMAX_SPLIT_HELD_BITS_ITEMS>>(a);                     \
+    }
+FC_SPLIT_HELD_WIDE_KERNEL(f16, FC_F16)
+FC_SPLIT_HELD_WIDE_KERNEL(bf16, FC_BF16)

@@ -116,6 +116,10 @@ static flashcl_status size_split_held_kernel(fc_cuda_context *ctx, int dt) {
             &k->softmax_split_held_pipelined_blocks_per_sm[dt],
             k->softmax_split_held_pipelined[dt], FC_SOFTMAX_SPLIT_HELD_THREADS, 0);
     }
+    if (r == CUDA_SUCCESS && k->softmax_split_held_wide[dt])
+        r = fc_cu()->OccupancyMaxActiveBlocksPerMultiprocessor(
+            &k->softmax_split_held_wide_blocks_per_sm[dt], k->softmax_split_held_wide[dt],
+            FC_SOFTMAX_SPLIT_HELD_WIDE_THREADS, 0);
     if (r != CUDA_SUCCESS)
         return fc_cu_fail(r, "cuOccupancyMaxActiveBlocksPerMultiprocessor(split-held softmax kernel)");
     return FLASHCL_SUCCESS;
@@ -145,6 +149,7 @@ static flashcl_status get_softmax_kernels(fc_cuda_context *ctx, int dt) {
     FC_GET_(softmax_split_held, "fc_softmax_split_held")
     if (dt != FLASHCL_F32) FC_GET_(softmax_split_held_bits, "fc_softmax_split_held_bits")
     FC_GET_(softmax_split_held_pipelined, "fc_softmax_split_held_pipelined")
+    if (dt != FLASHCL_F32) FC_GET_(softmax_split_held_wide, "fc_softmax_split_held_wide")
 #undef FC_GET_
     if (st == FLASHCL_SUCCESS) st = size_resident_kernel(ctx, dt);
     if (st == FLASHCL_SUCCESS) st = size_split_held_kernel(ctx, dt);

@@ -2,7 +2,9 @@
  * launches the kernels of cuda/softmax.cuh.
  *
  *   row in registers  cols <= 32768: a group of 4..1024 threads holds the row; one read, one write.
- *                     16-bit rows of 4096 and 8192 take 32 items per thread (64 bytes in flight).
+ *                     16-bit rows of 4096 and 8192 take 32 items per thread (64 bytes in flight);
+ *                     longer 16-bit rows, where x and y allow, are held whole as their bits by
+ *                     the split-held kernels instead (held_whole_rows).
  *   resident split    a row's chunks of 8192..32768 columns (registers, plus up to 3 parts in
  *                     shared memory) on co-resident blocks (cooperative launch) that exchange
  *                     their (max, sum) and normalise what they hold: one read, any number of
@@ -38,6 +40,8 @@
  * one-ticket kernel; FLASHCL_CUDA_SOFTMAX_PIPELINE_SLICES=n sends split-held rows of at least
  * n slices to the pipelined kernel (by default rows of 33 or more, when they are more slices
  * than its grid's blocks);
+ * FLASHCL_CUDA_SOFTMAX_HELD_ROWS=0 keeps 16-bit rows of up to 32768 columns in the register
+ * kernels (held_whole_rows);
  * FLASHCL_CUDA_SOFTMAX_TRACE=1 prints the plan of each call on stderr;
  * FLASHCL_CUDA_SOFTMAX_STAGED_BUFFERS=1|2 and FLASHCL_CUDA_SOFTMAX_STAGED_CHUNKS=n restrict the
  * staged kernel's layouts to those (where they fit), for tuning. */
@@ -67,6 +71,8 @@ static const struct row_config {
 #define FC_SPLIT_HELD_SLICE ((int64_t)FC_SOFTMAX_SPLIT_HELD_THREADS * FC_SOFTMAX_SPLIT_HELD_ITEMS)
 #define FC_SPLIT_HELD_BITS_SLICE \
     ((int64_t)FC_SOFTMAX_SPLIT_HELD_THREADS * FC_SOFTMAX_SPLIT_HELD_BITS_ITEMS)
+#define FC_SPLIT_HELD_WIDE_SLICE \
+    ((int64_t)FC_SOFTMAX_SPLIT_HELD_WIDE_THREADS * FC_SOFTMAX_SPLIT_HELD_BITS_ITEMS)
 #define FC_MAX_GRID_X 0x7fffffffu
 
 typedef enum {
@@ -227,22 +233,47 @@ typedef struct held_kernels {
     CUfunction kernel;
     int64_t slice_cols;
     int blocks_per_sm;
+    int threads;   /* per block */
     int pipelined; /* a grid of at most blocks_per_sm per SM, each block taking tickets */
 } held_kernels;
+
+/* Whether x and y suit the kernels that hold values as their bits: every row 16-byte aligned,
+ * cols a multiple of a 16-byte vector (and not FLASHCL_CUDA_SOFTMAX_NO_HELD_BITS=1, for A/B). */
+static int held_bits_ok(const fc_softmax_desc *d, const fc_softmax_args *a) {
+    const int64_t vec = 16 / (int64_t)dtype_bytes(d->x_dtype);
+    return a->x_vec_ok && a->y_vec_ok && d->cols % vec == 0 &&
+           !fc_env_flag("FLASHCL_CUDA_SOFTMAX_NO_HELD_BITS");
+}
+
+/* A one-ticket kernel for 16-bit inputs held as their bits: blocks of
+ * FC_SOFTMAX_SPLIT_HELD_THREADS (slices of 16384 columns), or with `wide` of
+ * FC_SOFTMAX_SPLIT_HELD_WIDE_THREADS (slices of 32768; AUTO gives it whole rows only). */
+static held_kernels held_bits_one_ticket(const fc_cuda_context *ctx, const fc_softmax_desc *d,
+                                         int wide) {
+    const fc_cuda_kernels *k = &ctx->kernels;
+    const int dt = (int)d->x_dtype;
+    held_kernels h;
+    memset(&h, 0, sizeof h);
+    h.kernel = wide ? k->softmax_split_held_wide[dt] : k->softmax_split_held_bits[dt];
+    h.slice_cols = wide ? FC_SPLIT_HELD_WIDE_SLICE : FC_SPLIT_HELD_BITS_SLICE;
+    h.blocks_per_sm = wide ? k->softmax_split_held_wide_blocks_per_sm[dt]
+                           : k->softmax_split_held_bits_blocks_per_sm[dt];
+    h.threads = wide ? FC_SOFTMAX_SPLIT_HELD_WIDE_THREADS : FC_SOFTMAX_SPLIT_HELD_THREADS;
+    return h;
+}
 
 static held_kernels pick_held(const fc_cuda_context *ctx, const fc_softmax_desc *d,
                               const fc_softmax_args *a) {
     const fc_cuda_kernels *k = &ctx->kernels;
     const int dt = (int)d->x_dtype, f32 = d->x_dtype == FLASHCL_F32;
-    const int64_t vec = 16 / (int64_t)dtype_bytes(d->x_dtype);
     const int64_t bits_slice = f32 ? FC_SPLIT_HELD_SLICE : FC_SPLIT_HELD_BITS_SLICE;
-    const int bits = a->x_vec_ok && a->y_vec_ok && d->cols % vec == 0 &&
-                     !fc_env_flag("FLASHCL_CUDA_SOFTMAX_NO_HELD_BITS");
+    const int bits = held_bits_ok(d, a);
     const int64_t slices = (int64_t)ceil_div((uint64_t)d->cols, (uint64_t)bits_slice);
     const long forced = fc_env_long("FLASHCL_CUDA_SOFTMAX_PIPELINE_SLICES", 0);
     const int64_t fit = blocks_fit(ctx, k->softmax_split_held_pipelined_blocks_per_sm[dt]);
     held_kernels h;
     memset(&h, 0, sizeof h);
+    h.threads = FC_SOFTMAX_SPLIT_HELD_THREADS;
     if (bits && (forced > 0 ? slices >= forced
                             : slices >= FC_SPLIT_HELD_PIPELINE_SLICES && d->rows * slices > fit)) {
         h.kernel = k->softmax_split_held_pipelined[dt];
@@ -250,9 +281,7 @@ static held_kernels pick_held(const fc_cuda_context *ctx, const fc_softmax_desc 
         h.blocks_per_sm = k->softmax_split_held_pipelined_blocks_per_sm[dt];
         h.pipelined = 1;
     } else if (bits && !f32) {
-        h.kernel = k->softmax_split_held_bits[dt];
-        h.slice_cols = FC_SPLIT_HELD_BITS_SLICE;
-        h.blocks_per_sm = k->softmax_split_held_bits_blocks_per_sm[dt];
+        h = held_bits_one_ticket(ctx, d, 0);
     } else {
         h.kernel = k->softmax_split_held[dt];
         h.slice_cols = FC_SPLIT_HELD_SLICE;
@@ -316,22 +345,49 @@ static plan_kind choose_legacy(const fc_cuda_context *ctx, const fc_softmax_desc
     return d->rows >= 2 * (int64_t)ctx->sm_count ? PLAN_CHUNKED : PLAN_SPLIT;
 }
 
+/* 16-bit rows of 8193..32768 columns, where held_bits_ok allows: held whole as the bits of one
+ * slice of a one-ticket kernel (the 256-thread one up to 16384 columns, four blocks per SM, the
+ * wide one past that, two per SM), which with one slice takes no ticket and exchanges nothing.
+ * Against the f32 register configurations' one row per 1024-thread block (b1024x32) or per
+ * 512-thread one (b512x32), H200, 2026-11-26, ms, f16 / bf16: 4096x32768 0.150-0.152 /
+ * 0.151 against 0.183 / 0.182-0.183 (86 % of copy bandwidth against 71 %), 16384x12288
+ * 0.232-0.233 / 0.234-0.239 against 0.254-0.255 / 0.259-0.261, 8192x16384 0.145 / 0.146-0.148
+ * against 0.146-0.147 / 0.148-0.149. FLASHCL_CUDA_SOFTMAX_HELD_ROWS=0 keeps them in the register
+ * kernels (A/B). */
+static int held_whole_rows(const fc_cuda_context *ctx, const fc_softmax_desc *d,
+                           const fc_softmax_args *a, held_kernels *held) {
+    held_kernels h;
+    if (d->x_dtype == FLASHCL_F32 || d->cols <= FC_SPLIT_HELD_BITS_SLICE / 2 ||
+        d->cols > FC_SPLIT_HELD_WIDE_SLICE || !held_bits_ok(d, a) || !split_held_enabled() ||
+        fc_env_long("FLASHCL_CUDA_SOFTMAX_HELD_ROWS", 1) == 0)
+        return 0;
+    h = held_bits_one_ticket(ctx, d, d->cols > FC_SPLIT_HELD_BITS_SLICE);
+    if (plan_split_held(ctx, d, &h) != 1) return 0;
+    *held = h;
+    return 1;
+}
+
 /* AUTO. First the split-held kernel for rows past the register kernels' 32768 columns, where a
  * row takes at most one slice per SM (H100, 2026-11-22, against the plans before it:
  * 1024x131072 f32 0.395 ms against 0.467, f16 0.250 against 0.318; 64x1048576 f32 0.214 against
- * 0.313, f16 0.138 against 0.164; 16-bit rows of 32768 measured slower split, 0.248 against 0.235
- * in b1024x32, so they stay in the register kernels). Else, as measured on an H100 (2026-11-22,
+ * 0.313, f16 0.138 against 0.164; 16-bit rows of 32768 measured slower split in two slices,
+ * 0.248 against 0.235 in b1024x32); then 16-bit rows of 8193..32768 columns held whole in one
+ * slice (held_whole_rows). Else, as measured on an H100 (2026-11-22,
  * bench/results/): the legacy choice, except that 16-bit rows longer than the register kernels
  * hold take the staged kernel when a row needs at most 32 chunks (1024x131072: 57% of copy
  * bandwidth against 50%, 64x1048576: 56% against 44%). With more chunks per row (8x8388608) and
  * for f32 (1024x131072: 64% against 79%), and for 16-bit rows of 32768 (54% against 78%), the
  * staged kernel measured slower. */
 static plan_kind choose(const fc_cuda_context *ctx, const fc_softmax_desc *d,
-                        const fc_softmax_args *a, const held_kernels *held, staged_plan *staged,
+                        const fc_softmax_args *a, held_kernels *held, staged_plan *staged,
                         int64_t *slices) {
     if (d->cols > FC_ROWS_MAX_COLS && split_held_enabled()) {
         *slices = plan_split_held(ctx, d, held);
         if (*slices > 0) return PLAN_SPLIT_HELD;
+    }
+    if (held_whole_rows(ctx, d, a, held)) {
+        *slices = 1;
+        return PLAN_SPLIT_HELD;
     }
     if (d->x_dtype != FLASHCL_F32 && d->cols > FC_ROWS_MAX_COLS) {
         *staged = plan_staged(ctx, d, a->x_vec_ok, 1);
@@ -500,7 +556,7 @@ static flashcl_status run_split_held(fc_cuda_context *ctx, const fc_softmax_desc
     flashcl_status st;
     /* the ticket counter, a word per slice, an arrival count per row */
     st = fc_cuda_split_state_acquire(ctx, (size_t)(1 + tickets + (uint64_t)d->rows), blocks,
-                                     FC_SOFTMAX_SPLIT_HELD_THREADS, &state);
+                                     (unsigned)h->threads, &state);
     if (st != FLASHCL_SUCCESS) return st;
     a->chunks = (int32_t)slices;
     a->chunk_cols = h->slice_cols;
@@ -511,7 +567,7 @@ static flashcl_status run_split_held(fc_cuda_context *ctx, const fc_softmax_desc
     if (slices > ctx->sm_count) { /* only the pipelined kernel (plan_split_held) */
         void *params[1] = {a};
         const CUresult r = fc_cu()->LaunchCooperativeKernel(
-            h->kernel, (unsigned)blocks, 1, 1, FC_SOFTMAX_SPLIT_HELD_THREADS, 1, 1, 0,
+            h->kernel, (unsigned)blocks, 1, 1, (unsigned)h->threads, 1, 1, 0,
             ctx->stream, params);
         if (r == CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE) return FLASHCL_UNSUPPORTED;
         if (r != CUDA_SUCCESS)
@@ -519,10 +575,10 @@ static flashcl_status run_split_held(fc_cuda_context *ctx, const fc_softmax_desc
                                                          : FLASHCL_BACKEND_ERROR,
                            "cuLaunchCooperativeKernel(pipelined split-held softmax kernel, %llu "
                            "blocks of %d) failed: %s (%d)",
-                           (unsigned long long)blocks, FC_SOFTMAX_SPLIT_HELD_THREADS,
+                           (unsigned long long)blocks, h->threads,
                            fc_cu_error_name(r), (int)r);
     } else {
-        st = launch(ctx, h->kernel, blocks, FC_SOFTMAX_SPLIT_HELD_THREADS, a, "split-held");
+        st = launch(ctx, h->kernel, blocks, (unsigned)h->threads, a, "split-held");
         if (st != FLASHCL_SUCCESS) return st;
     }
     fc_cuda_split_state_commit(ctx, &state);
@@ -546,8 +602,8 @@ static void trace_plan(const fc_cuda_context *ctx, const fc_softmax_desc *d,
                 (long long)staged->chunks, (long long)staged->chunk_cols,
                 (long long)staged->held_cols, staged->buffers, (long long)staged->rows_per_grid);
     if (plan == PLAN_SPLIT_HELD)
-        fprintf(stderr, " slices %lld of %lld columns (%d blocks per SM fit%s)",
-                (long long)slices, (long long)h->slice_cols, h->blocks_per_sm,
+        fprintf(stderr, " slices %lld of %lld columns (blocks of %d, %d per SM fit%s)",
+                (long long)slices, (long long)h->slice_cols, h->threads, h->blocks_per_sm,
                 h->pipelined ? ", pipelined" : "");
     fputc('\n', stderr);
 }

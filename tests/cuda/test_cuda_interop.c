@@ -242,6 +242,13 @@ static void test_softmax_on_wrapped_memory(void **state) {
         {FLASHCL_F16, FLASHCL_F16, 9, 131072, 0, 0, 1.0f, 0, 0, 1, FLASHCL_SOFTMAX_AUTO},
         {FLASHCL_BF16, FLASHCL_F16, 11, 65536, 0, 0, 1.0f, 1, 0, 1, FLASHCL_SOFTMAX_AUTO},
         {FLASHCL_F32, FLASHCL_BF16, 8, 32771, 2, 1, 0.5f, 1, 0, 1, FLASHCL_SOFTMAX_AUTO},
+        /* 16-bit rows of 8193..32768 columns held whole as their bits (one slice, no
+         * exchange): the wide kernel past 16384 columns (full rows; rows that leave most
+         * threads without a vector, in place), the 256-thread one up to 16384 */
+        {FLASHCL_F16, FLASHCL_F16, 13, 32768, 0, 0, 1.0f, 0, 0, 1, FLASHCL_SOFTMAX_AUTO},
+        {FLASHCL_BF16, FLASHCL_BF16, 5, 16392, 8, 0, 1.0f, 0, 1, 1, FLASHCL_SOFTMAX_AUTO},
+        {FLASHCL_F16, FLASHCL_F32, 21, 16384, 0, 0, 0.25f, 1, 0, 1, FLASHCL_SOFTMAX_AUTO},
+        {FLASHCL_BF16, FLASHCL_F16, 4, 8200, 0, 0, -1.0f, 0, 0, 1, FLASHCL_SOFTMAX_AUTO},
     };
     (void)state;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(&cases[i]);
