@@ -38,7 +38,7 @@
  * then choose as before it), for A/B measurements;
  * FLASHCL_CUDA_SOFTMAX_NO_HELD_BITS=1 holds split-held slices as f32 (8192 columns), in the
  * one-ticket kernel; FLASHCL_CUDA_SOFTMAX_PIPELINE_SLICES=n sends split-held rows of at least
- * n slices to the pipelined kernel (by default rows of 33 or more, when they are more slices
+ * n slices to the pipelined kernel (by default rows of 32 or more, when they are more slices
  * than its grid's blocks);
  * FLASHCL_CUDA_SOFTMAX_HELD_ROWS=0 keeps 16-bit rows of up to 32768 columns in the register
  * kernels (held_whole_rows);
@@ -225,9 +225,11 @@ static staged_plan plan_staged(const fc_cuda_context *ctx, const fc_softmax_desc
  * (its slices are drawn together), so the pipeline's parking costs more than it saves; so does a
  * launch of no more slices than the pipelined grid's blocks, each of which then takes one:
  * 4x1048576 f32 0.0143-0.0144 against 0.0139, and 1x8388608 16-bit (512 slices, cooperative)
- * 0.020 against the resident split's 0.0166. FLASHCL_CUDA_SOFTMAX_PIPELINE_SLICES=n instead
- * sends every row of at least n slices to it (tests, A/B). */
-#define FC_SPLIT_HELD_PIPELINE_SLICES 33
+ * 0.020 against the resident split's 0.0166. Rows of 32 slices (H200, 2026-11-26, ms, same
+ * call): 256x262144 f32 0.154-0.155 pipelined against 0.160-0.161; 128x524288 16-bit 0.095-0.097
+ * either way. FLASHCL_CUDA_SOFTMAX_PIPELINE_SLICES=n instead sends every row of at least n
+ * slices to it (tests, A/B). */
+#define FC_SPLIT_HELD_PIPELINE_SLICES 32
 
 typedef struct held_kernels {
     CUfunction kernel;

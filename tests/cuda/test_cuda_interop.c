@@ -287,7 +287,7 @@ static void test_split_held_kernels_agree(void **state) {
                   {FLASHCL_F32, FLASHCL_F32, 150, 65536, 1, 1.0f, 0},
                   {FLASHCL_F32, FLASHCL_BF16, 97, 73728, 0, 0.5f, 0},
                   {FLASHCL_F32, FLASHCL_F32, 6, 40000, 0, 1.0f, 0},
-                  /* pipelined under AUTO too (at least 33 slices), several tickets a block */
+                  /* pipelined under AUTO too (at least 32 slices), several tickets a block */
                   {FLASHCL_F16, FLASHCL_F16, 12, 1048576, 1, 1.0f, 0},
                   {FLASHCL_F32, FLASHCL_F32, 20, 300000, 0, -2.0f, 0},
                   /* more slices a row than SMs: only the pipelined kernel, launched
