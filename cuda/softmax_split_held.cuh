@@ -414,7 +414,8 @@ FC_SOFTMAX_FOR_DTYPES(FC_SPLIT_HELD_PIPELINED_KERNEL, 0)
  * 16385..32768 columns (one slice, no ticket, no exchange): two rows in flight per SM where the
  * register kernels hold one (b1024x32). Longer rows measured slower in it than in the
  * 256-thread kernel (H200, 2026-11-26, ms: 1024x131072 f16 0.189 against 0.179, 4096x40000
- * 0.294 against 0.235; f32 in a 512-thread form as floats, 4096x40000 0.422 against 0.369). */
+ * 0.294 against 0.235-0.238; f32 in a 512-thread form as floats, 4096x40000 0.422 against
+ * 0.369-0.370). */
 #define FC_SPLIT_HELD_WIDE_KERNEL(dt_name, DT)                                                 \
     extern "C" __global__ void __launch_bounds__(FC_SOFTMAX_SPLIT_HELD_WIDE_THREADS,            \
                                                  FC_SOFTMAX_SPLIT_HELD_WIDE_BLOCKS_PER_SM)      \
