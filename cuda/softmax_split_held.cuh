@@ -387,27 +387,29 @@ __device__ void softmax_split_held_pipelined(const fc_softmax_args &a) {
 #define FC_HELD_BITS(DT)                                                                       \
     held_bits<DT, FC_SOFTMAX_SPLIT_HELD_THREADS,                                               \
               DT == FC_F32 ? FC_SOFTMAX_SPLIT_HELD_ITEMS : FC_SOFTMAX_SPLIT_HELD_BITS_ITEMS>
-#define FC_SPLIT_HELD_KERNEL(dt_name, DT, unused)                                              \
-    extern "C" __global__ void __launch_bounds__(FC_SOFTMAX_SPLIT_HELD_THREADS,                 \
-                                                 FC_SOFTMAX_SPLIT_HELD_BLOCKS_PER_SM)           \
-        fc_softmax_split_held_##dt_name(fc_softmax_args a) {                                    \
-        softmax_split_held<FC_SOFTMAX_SPLIT_HELD_THREADS, FC_HELD_FLOATS(DT)>(a);             \
+/* One exported split-held kernel: fc_softmax_<name>_<dt_name>, blocks of TPB threads, BLOCKS of
+ * them per SM, running FORM (softmax_split_held or _pipelined) over the holder type given last
+ * (variadic: a holder's template arguments hold commas). */
+#define FC_SPLIT_HELD_ENTRY(name, dt_name, TPB, BLOCKS, FORM, ...)                              \
+    extern "C" __global__ void __launch_bounds__(TPB, BLOCKS)                                   \
+        fc_softmax_##name##_##dt_name(fc_softmax_args a) {                                      \
+        FORM<TPB, __VA_ARGS__>(a);                                                              \
     }
+#define FC_SPLIT_HELD_KERNEL(dt_name, DT, unused)                                              \
+    FC_SPLIT_HELD_ENTRY(split_held, dt_name, FC_SOFTMAX_SPLIT_HELD_THREADS,                     \
+                        FC_SOFTMAX_SPLIT_HELD_BLOCKS_PER_SM, softmax_split_held,                \
+                        FC_HELD_FLOATS(DT))
 FC_SOFTMAX_FOR_DTYPES(FC_SPLIT_HELD_KERNEL, 0)
 #define FC_SPLIT_HELD_BITS_KERNEL(dt_name, DT)                                                 \
-    extern "C" __global__ void __launch_bounds__(FC_SOFTMAX_SPLIT_HELD_THREADS,                 \
-                                                 FC_SOFTMAX_SPLIT_HELD_BLOCKS_PER_SM)           \
-        fc_softmax_split_held_bits_##dt_name(fc_softmax_args a) {                               \
-        softmax_split_held<FC_SOFTMAX_SPLIT_HELD_THREADS, FC_HELD_BITS(DT)>(a);               \
-    }
+    FC_SPLIT_HELD_ENTRY(split_held_bits, dt_name, FC_SOFTMAX_SPLIT_HELD_THREADS,                \
+                        FC_SOFTMAX_SPLIT_HELD_BLOCKS_PER_SM, softmax_split_held,                \
+                        FC_HELD_BITS(DT))
 FC_SPLIT_HELD_BITS_KERNEL(f16, FC_F16)
 FC_SPLIT_HELD_BITS_KERNEL(bf16, FC_BF16)
 #define FC_SPLIT_HELD_PIPELINED_KERNEL(dt_name, DT, unused)                                    \
-    extern "C" __global__ void __launch_bounds__(FC_SOFTMAX_SPLIT_HELD_THREADS,                 \
-                                                 FC_SOFTMAX_SPLIT_HELD_BLOCKS_PER_SM)           \
-        fc_softmax_split_held_pipelined_##dt_name(fc_softmax_args a) {                          \
-        softmax_split_held_pipelined<FC_SOFTMAX_SPLIT_HELD_THREADS, FC_HELD_BITS(DT)>(a);     \
-    }
+    FC_SPLIT_HELD_ENTRY(split_held_pipelined, dt_name, FC_SOFTMAX_SPLIT_HELD_THREADS,           \
+                        FC_SOFTMAX_SPLIT_HELD_BLOCKS_PER_SM, softmax_split_held_pipelined,      \
+                        FC_HELD_BITS(DT))
 FC_SOFTMAX_FOR_DTYPES(FC_SPLIT_HELD_PIPELINED_KERNEL, 0)
 /* The wide one-ticket kernel for 16-bit inputs: blocks of WIDE_THREADS (two per SM at 64
  * registers) holding slices of 32768 columns as their bits. The host gives it whole rows of
@@ -417,12 +419,9 @@ FC_SOFTMAX_FOR_DTYPES(FC_SPLIT_HELD_PIPELINED_KERNEL, 0)
  * 0.294 against 0.235-0.238; f32 in a 512-thread form as floats, 4096x40000 0.422 against
  * 0.369-0.370). */
 #define FC_SPLIT_HELD_WIDE_KERNEL(dt_name, DT)                                                 \
-    extern "C" __global__ void __launch_bounds__(FC_SOFTMAX_SPLIT_HELD_WIDE_THREADS,            \
-                                                 FC_SOFTMAX_SPLIT_HELD_WIDE_BLOCKS_PER_SM)      \
-        fc_softmax_split_held_wide_##dt_name(fc_softmax_args a) {                               \
-        softmax_split_held<FC_SOFTMAX_SPLIT_HELD_WIDE_THREADS,                                  \
-                           held_bits<DT, FC_SOFTMAX_SPLIT_HELD_WIDE_THREADS,                    \
-                                     FC_SOFTMAX_SPLIT_HELD_BITS_ITEMS>>(a);                     \
-    }
+    FC_SPLIT_HELD_ENTRY(split_held_wide, dt_name, FC_SOFTMAX_SPLIT_HELD_WIDE_THREADS,           \
+                        FC_SOFTMAX_SPLIT_HELD_WIDE_BLOCKS_PER_SM, softmax_split_held,           \
+                        held_bits<DT, FC_SOFTMAX_SPLIT_HELD_WIDE_THREADS,                       \
+                                  FC_SOFTMAX_SPLIT_HELD_BITS_ITEMS>)
 FC_SPLIT_HELD_WIDE_KERNEL(f16, FC_F16)
 FC_SPLIT_HELD_WIDE_KERNEL(bf16, FC_BF16)
