@@ -102,6 +102,14 @@ static void run_case(const at_case *c, int merge_halves) {
 
     assert_int_equal(flashcl_buffer_create(g_ctx, nq * es, &ob), FLASHCL_SUCCESS);
     assert_int_equal(flashcl_buffer_create(g_ctx, nl * 4, &lb), FLASHCL_SUCCESS);
+    { /* poisoned (all bits set: NaN in every dtype), so that an unwritten value fails */
+        void *poison = malloc(nq * es > nl * 4 ? nq * es : nl * 4);
+        assert_non_null(poison);
+        memset(poison, 0xff, nq * es > nl * 4 ? nq * es : nl * 4);
+        assert_int_equal(flashcl_buffer_write(ob, 0, poison, nq * es), FLASHCL_SUCCESS);
+        assert_int_equal(flashcl_buffer_write(lb, 0, poison, nl * 4), FLASHCL_SUCCESS);
+        free(poison);
+    }
     bshd(c, c->Sq, c->Hq, qb, &q, 0), bshd(c, c->Sk, c->Hkv, kb, &k, 0);
     bshd(c, c->Sk, c->Hkv, vb, &v, 0), bshd(c, c->Sq, c->Hq, ob, &o, 0);
     memset(&l, 0, sizeof l);
