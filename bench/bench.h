@@ -83,6 +83,10 @@ typedef struct bench_row {
     double ms;               /* median per call */
     double gbps;             /* rows*cols*(in+out bytes) / time */
     double pct_copy;         /* gbps as % of the copy kernel's; < 0 when unknown */
+    double copy_same_ms;     /* the copy kernel moving this row's bytes (its x into its y, the
+                                same buffer rotation); < 0 when not measured */
+    double pct_copy_same;    /* copy_same_ms / ms as %: what the row's launches leave of the
+                                device's bandwidth; < 0 when not measured */
     double naive_ms;         /* < 0 when not measured */
     double speedup;          /* naive_ms / ms; < 0 when unknown */
     double max_abs_err;      /* over the sampled rows */

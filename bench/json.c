@@ -126,6 +126,8 @@ static void write_row(json_out *j, const bench_row *r)
         j_num(j, "ms", r->ms);
         j_num(j, "gbps", r->gbps);
         j_opt(j, "pct_copy", r->pct_copy);
+        j_opt(j, "copy_same_bytes_ms", r->copy_same_ms);
+        j_opt(j, "pct_copy_same_bytes", r->pct_copy_same);
         j_opt(j, "naive_ms", r->naive_ms);
         j_opt(j, "speedup_vs_naive", r->speedup);
         j_num(j, "max_abs_err", r->max_abs_err);

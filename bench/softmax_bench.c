@@ -1,6 +1,7 @@
 /* The softmax suite: for each device, the context creation cost (first and cached), the copy
  * kernel's bandwidth (the device's ceiling), then one table row per shape x dtype x variant:
- * time, GB/s, % of copy, speedup over the naive three-pass kernels, error against host_ref. */
+ * time, GB/s, % of copy, % of a copy of the same bytes (OpenCL contexts), speedup over the
+ * naive three-pass kernels, error against host_ref. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,16 @@ static flashcl_status launch_flashcl(void *user, long iteration)
     launch_state *ls = user;
     const int s = (int)(iteration % ls->sets);
     return flashcl_softmax(ls->run->ctx, &ls->params, &ls->x[s], &ls->y[s]);
+}
+
+/* The copy kernel on the rotation's buffers: x[s] into y[s], copy_bytes each. */
+static flashcl_status launch_copy_sets(void *user, long iteration)
+{
+    launch_state *ls = user;
+    const int s = (int)(iteration % ls->sets);
+    return bench_copy_enqueue(&ls->run->kernels, ls->run->queue,
+                              flashcl_buffer_cl_mem(ls->x[s].buffer),
+                              flashcl_buffer_cl_mem(ls->y[s].buffer), ls->copy_bytes);
 }
 
 static flashcl_status launch_naive(void *user, long iteration)
@@ -33,8 +44,9 @@ static flashcl_status launch_naive(void *user, long iteration)
 
 static void print_header(void)
 {
-    printf("%-15s %-5s %-8s %10s %8s %6s %10s %8s %9s %7s  %s\n", "shape", "dtype", "variant",
-           "ms", "GB/s", "%copy", "naive ms", "speedup", "max|err|", "err/tol", "check");
+    printf("%-15s %-5s %-8s %10s %8s %6s %6s %10s %8s %9s %7s  %s\n", "shape", "dtype",
+           "variant", "ms", "GB/s", "%copy", "%same", "naive ms", "speedup", "max|err|",
+           "err/tol", "check");
 }
 
 static void print_row(const bench_row *r)
@@ -48,15 +60,17 @@ static void print_row(const bench_row *r)
         fflush(stdout);
         return;
     }
-    char pct[16] = "-", naive[24] = "-", speed[16] = "-";
+    char pct[16] = "-", same[16] = "-", naive[24] = "-", speed[16] = "-";
     if (r->pct_copy >= 0)
         snprintf(pct, sizeof pct, "%.1f%%", r->pct_copy);
+    if (r->pct_copy_same >= 0)
+        snprintf(same, sizeof same, "%.1f%%", r->pct_copy_same);
     if (r->naive_ms >= 0)
         snprintf(naive, sizeof naive, "%.4f", r->naive_ms);
     if (r->speedup >= 0)
         snprintf(speed, sizeof speed, "%.2fx", r->speedup);
-    printf("%10.4f %8.1f %6s %10s %8s %9.2e %7.3f  %s\n", r->ms, r->gbps, pct, naive, speed,
-           r->max_abs_err, r->err_over_tol, r->status == BENCH_ROW_OK ? "ok" : "FAIL");
+    printf("%10.4f %8.1f %6s %6s %10s %8s %9.2e %7.3f  %s\n", r->ms, r->gbps, pct, same, naive,
+           speed, r->max_abs_err, r->err_over_tol, r->status == BENCH_ROW_OK ? "ok" : "FAIL");
     fflush(stdout);
 }
 
@@ -154,6 +168,24 @@ static double measure_naive(device_run *run, const launch_state *ls, bench_shape
     return st == FLASHCL_SUCCESS ? t.ms : -1.0;
 }
 
+/* The copy kernel moving the row's bytes on the row's own buffers, launched as flashcl's calls
+ * are (one per call, the same rotation), so that %same separates what the launches cost --
+ * inter-kernel gaps, ramp-up and tail, which a short call pays as much as a long one -- from what
+ * the softmax kernel costs: a 64 MiB call pays them, the 512 MiB copy behind %copy hardly. Only
+ * for OpenCL contexts: a CUDA context's launches are another API's (compare_torch.py sets them
+ * beside a torch copy_ of the same bytes). Returns the median ms, or -1. */
+static double measure_copy_same(device_run *run, launch_state *ls, size_t bytes)
+{
+    bench_timing t;
+    if (!run->ctx_queue || run->twin || !run->have_kernels)
+        return -1.0;
+    ls->copy_bytes = bytes;
+    if (bench_time(run->ctx, run->ctx_queue, launch_copy_sets, ls, ls->sets, run->opts->reps,
+                   TARGET_BATCH_S, BUDGET_S, &t) != FLASHCL_SUCCESS)
+        return -1.0;
+    return t.ms;
+}
+
 /* Runs every variant of one shape x dtype, appending rows to the report. */
 static void bench_shape_dtype(device_run *run, bench_shape shape, flashcl_dtype dtype)
 {
@@ -167,6 +199,7 @@ static void bench_shape_dtype(device_run *run, bench_shape shape, flashcl_dtype 
     base.shape = shape;
     base.dtype = dtype;
     base.naive_ms = base.speedup = base.pct_copy = -1.0;
+    base.copy_same_ms = base.pct_copy_same = -1.0;
     launch_state ls;
     memset(&ls, 0, sizeof ls);
     ls.run = run;
@@ -207,6 +240,7 @@ static void bench_shape_dtype(device_run *run, bench_shape shape, flashcl_dtype 
      * the row (it shows as "-"). */
     if (o->naive && run->have_kernels && !run->naive_broken)
         base.naive_ms = measure_naive(run, &ls, shape, dtype, x_host, bytes);
+    base.copy_same_ms = measure_copy_same(run, &ls, bytes);
 
     for (int v = 0; v < o->nvariants; v++) {
         bench_row r = base;
@@ -229,6 +263,8 @@ static void bench_shape_dtype(device_run *run, bench_shape shape, flashcl_dtype 
             r.gbps = (double)(2 * bytes) / (t.ms * 1e-3) / 1e9;
             if (rep->copy_gbps > 0)
                 r.pct_copy = 100.0 * r.gbps / rep->copy_gbps;
+            if (r.copy_same_ms > 0)
+                r.pct_copy_same = 100.0 * r.copy_same_ms / r.ms;
             if (r.naive_ms >= 0)
                 r.speedup = r.naive_ms / r.ms;
             r.status = r.err_over_tol <= 1.0 ? BENCH_ROW_OK : BENCH_ROW_FAIL;
@@ -279,6 +315,10 @@ static void print_banner(const device_run *run, const char *cache_dir)
            "dtype;\n   time: median of %d batches per row; GB/s counts rows*cols*(in+out) "
            "bytes once\n",
            run->opts->log ? "log_softmax" : "softmax", run->opts->reps);
+    if (run->ctx_queue && !run->twin)
+        printf("   %%same: the copy kernel moving a row's bytes, one launch per call as flashcl's "
+               "(its time / flashcl's):\n   what the launches leave; %%copy is of the copy "
+               "bandwidth above\n");
     if (!run->ctx_queue)
         printf("   %s context: flashcl timed by the host clock around batches;\n   %s\n",
                bench_backend_name(d->backend),
