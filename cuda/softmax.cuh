@@ -116,6 +116,39 @@ template <int DT> FC_DEVICE float softmax_exp(float x) {
     }
 }
 
+/* exp(x) (x = s - m <= 0, or NaN) for a term that only joins a sum. 16-bit inputs take
+ * ex2.approx.ftz: 2 instructions against softmax_exp's 5 (ptxas wraps the non-.ftz form in
+ * subnormal handling), and exact here: every such sum holds a term of exactly 1 (its own max's,
+ * ex2 of 0) or adds to one that does, so a term below 2^-126 changes nothing in f32. The same
+ * argument as the OpenCL kernels' FC_EXP_SUM (cl/softmax_exp.h). */
+template <int DT> FC_DEVICE float softmax_exp_summed(float x) {
+    if constexpr (DT == FC_F32) {
+        return expf(x);
+    } else {
+        float r;
+        asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x * 1.4426950408889634f));
+        return r;
+    }
+}
+
+/* exp(x) for a term that is stored, times a factor <= 1, as YT. 16-bit inputs: f16 outputs take
+ * the .ftz form (a value below 2^-126 rounds to 0 in f16 either way); bf16 outputs, which keep
+ * subnormals down to 2^-133, the .ftz form on the exponent shifted up by 64 and an exact multiply
+ * by 2^-64 after it (3 instructions; relative error up to 2.6e-6 from the rounding of the shifted
+ * argument, far below bf16's 3.9e-3; arguments below -190 give 0, as they round to 0 in bf16);
+ * f32 outputs softmax_exp, which keeps every subnormal torch gives. */
+template <int DT, int YT> FC_DEVICE float softmax_exp_stored(float x) {
+    if constexpr (DT == FC_F32 || YT == FC_F32) {
+        return softmax_exp<DT>(x);
+    } else if constexpr (YT == FC_F16) {
+        return softmax_exp_summed<DT>(x);
+    } else {
+        float r;
+        asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(fmaf(x, 1.4426950408889634f, 64.0f)));
+        return __fmul_rn(r, 5.42101086242752217e-20f); /* 2^-64 */
+    }
+}
+
 /* This thread's sum of exp(v - s) in a fixed order. Softmax replaces v by the exponentials
  * (they are the numerators); log-softmax keeps v (it needs s - m later). */
 template <int DT, int N> FC_DEVICE float thread_exp_sum(float *v, float s, bool log) {
@@ -125,7 +158,7 @@ template <int DT, int N> FC_DEVICE float thread_exp_sum(float *v, float s, bool 
         for (int i = 0; i < N; i++) v[i] = softmax_exp<DT>(v[i] - s), d += v[i];
     } else {
 #pragma unroll
-        for (int i = 0; i < N; i++) d += softmax_exp<DT>(v[i] - s);
+        for (int i = 0; i < N; i++) d += softmax_exp_summed<DT>(v[i] - s);
     }
     return d;
 }
@@ -317,7 +350,7 @@ template <int DT, int N> FC_DEVICE void online_step(float &m, float &d, const fl
     const float s = subtrahend(M);
     float sum = 0.0f;
 #pragma unroll
-    for (int i = 0; i < N; i++) sum += softmax_exp<DT>(v[i] - s);
+    for (int i = 0; i < N; i++) sum += softmax_exp_summed<DT>(v[i] - s);
     d = __fadd_rn(__fmul_rn(d, expf(m - s)), sum);
     m = M;
 }

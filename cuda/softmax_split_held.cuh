@@ -123,7 +123,7 @@ template <int DT, int TPB, int ITEMS> struct held_bits {
         float d = 0.0f;
         each_vector(mine, room, a.scale, [&](int, float(&o)[VEC]) {
 #pragma unroll
-            for (int e = 0; e < VEC; e++) d += softmax_exp<DT>(o[e] - s);
+            for (int e = 0; e < VEC; e++) d += softmax_exp_summed<DT>(o[e] - s);
         });
         return d;
     }
@@ -169,7 +169,7 @@ template <int DT, int TPB, int ITEMS> struct held_bits {
         each_vector(bits, room, a.scale, [&](int k, float(&o)[VEC]) {
 #pragma unroll
             for (int e = 0; e < VEC; e++)
-                o[e] = log ? (o[e] - s_row) - log_d : softmax_exp<DT>(o[e] - s_own) * factor;
+                o[e] = log ? (o[e] - s_row) - log_d : softmax_exp_stored<DT, YT>(o[e] - s_own) * factor;
             store_vec<VEC, false>(p + k * TPB * VEC * YBYTES, YT, o);
         });
     }

@@ -148,7 +148,7 @@ FC_DEVICE void staged_store_as(const fc_softmax_args &a, const staged_item &it, 
             for (int e = 0; e < VEC; e++) v[e] = (v[e] - s) - log_d;
         } else {
 #pragma unroll
-            for (int e = 0; e < VEC; e++) v[e] = softmax_exp<DT>(v[e] - s) * inv_d;
+            for (int e = 0; e < VEC; e++) v[e] = softmax_exp_stored<DT, YT>(v[e] - s) * inv_d;
         }
         char *p = y + (int64_t)j * VEC * Y_BYTES;
         if (vec_ok && j * VEC + VEC <= it.held) {
