@@ -105,6 +105,38 @@ template <int DT, int TPB, int ITEMS> struct held_bits {
         }
     }
 
+    /* 16-bit inputs: the max (MAX) or min of the held values, taken on the bits two at a time
+     * (max.f16x2 / max.bf16x2 skip NaN as fmaxf does) and widened once; -inf (MAX) or +inf when
+     * the thread holds nothing. Rounding is monotonic, so max(x) * scale for scale >= 0, or
+     * min(x) * scale below, is exactly the max of the scaled values, without a widening and a
+     * multiply per element. */
+    template <bool MAX> FC_DEVICE float packed_extreme(int64_t room) const {
+        constexpr bool F16 = DT == FC_F16;
+        constexpr unsigned none = MAX ? (F16 ? 0xfc00fc00u : 0xff80ff80u)   /* -inf, -inf */
+                                      : (F16 ? 0x7c007c00u : 0x7f807f80u);  /* +inf, +inf */
+        unsigned acc[4] = {none, none, none, none};
+#pragma unroll
+        for (int k = 0; k < NV; k++) {
+            if (!inside(k, room)) continue;
+            const unsigned w[4] = {raw[k].x, raw[k].y, raw[k].z, raw[k].w};
+#pragma unroll
+            for (int i = 0; i < 4; i++) acc[i] = pair_extreme<MAX, F16>(acc[i], w[i]);
+        }
+        const unsigned p = pair_extreme<MAX, F16>(pair_extreme<MAX, F16>(acc[0], acc[1]),
+                                                  pair_extreme<MAX, F16>(acc[2], acc[3]));
+        float o[VEC];
+        dtype_io<DT>::unpack(make_uint4(p, p, p, p), o);
+        return MAX ? fmaxf(o[0], o[1]) : fminf(o[0], o[1]);
+    }
+    template <bool MAX, bool F16> static FC_DEVICE unsigned pair_extreme(unsigned a, unsigned b) {
+        unsigned r;
+        if constexpr (MAX && F16) asm("max.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+        else if constexpr (MAX) asm("max.bf16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+        else if constexpr (F16) asm("min.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+        else asm("min.bf16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+        return r;
+    }
+
     FC_DEVICE float sum(const fc_softmax_args &a, int row, int slice, float &m) {
         const int64_t room = room_of(a, slice);
         const uint4 *p = reinterpret_cast<const uint4 *>(
@@ -115,10 +147,15 @@ template <int DT, int TPB, int ITEMS> struct held_bits {
             raw[k] = inside(k, room) ? p[k * TPB] : make_uint4(0u, 0u, 0u, 0u);
         const auto mine = [&](int k) { return raw[k]; };
         m = -INFINITY;
-        each_vector(mine, room, a.scale, [&](int, float(&o)[VEC]) {
+        if constexpr (DT == FC_F32) {
+            each_vector(mine, room, a.scale, [&](int, float(&o)[VEC]) {
 #pragma unroll
-            for (int e = 0; e < VEC; e++) m = fmaxf(m, o[e]);
-        });
+                for (int e = 0; e < VEC; e++) m = fmaxf(m, o[e]);
+            });
+        } else {
+            m = a.scale >= 0.0f ? __fmul_rn(packed_extreme<true>(room), a.scale)
+                                : __fmul_rn(packed_extreme<false>(room), a.scale);
+        }
         const float s = subtrahend(m); /* thread_exp_sum's terms, in its order */
         float d = 0.0f;
         each_vector(mine, room, a.scale, [&](int, float(&o)[VEC]) {

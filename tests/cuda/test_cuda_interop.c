@@ -249,6 +249,11 @@ static void test_softmax_on_wrapped_memory(void **state) {
         {FLASHCL_BF16, FLASHCL_BF16, 5, 16392, 8, 0, 1.0f, 0, 1, 1, FLASHCL_SOFTMAX_AUTO},
         {FLASHCL_F16, FLASHCL_F32, 21, 16384, 0, 0, 0.25f, 1, 0, 1, FLASHCL_SOFTMAX_AUTO},
         {FLASHCL_BF16, FLASHCL_F16, 4, 8200, 0, 0, -1.0f, 0, 0, 1, FLASHCL_SOFTMAX_AUTO},
+        /* the split-held bits kernel's max taken on the bits (scale >= 0: the max, below: the
+         * min), with each output dtype: negative scales, a bf16 and an f16 row of slices */
+        {FLASHCL_F16, FLASHCL_BF16, 7, 65536, 0, 0, -0.7f, 0, 0, 1, FLASHCL_SOFTMAX_AUTO},
+        {FLASHCL_BF16, FLASHCL_F32, 6, 98304, 8, 0, -2.5f, 1, 0, 1, FLASHCL_SOFTMAX_AUTO},
+        {FLASHCL_F16, FLASHCL_F16, 5, 49160, 0, 0, 3.0f, 0, 1, 1, FLASHCL_SOFTMAX_AUTO},
     };
     (void)state;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(&cases[i]);
