@@ -7,7 +7,9 @@
  * need no branches: fmaxf ignores NaN but exp(NaN - m) makes d NaN; +inf makes m = +inf and
  * exp(inf - inf) = NaN; an all -inf row has d = 0 so 0 * (1/0) and -inf + inf are NaN; a -inf
  * entry of an ordinary row gives exp(-inf) = 0 and log -inf. The per-element exp is
- * softmax_exp: expf for f32 inputs, ex2.approx for 16-bit ones (see there).
+ * softmax_exp: expf for f32 inputs, ex2.approx for 16-bit ones (see there); for 16-bit inputs
+ * softmax_exp_summed (terms that only join a sum) and softmax_exp_stored (terms stored as a
+ * known dtype) take the cheaper .ftz forms where those give the same result.
  *
  * Layout of a row slice in registers: thread t of a group of G threads owns NV vectors of VEC
  * consecutive columns; vector k starts at column origin + (k * G + t) * VEC, so one load
