@@ -162,6 +162,8 @@ static void run_case(const sm_case *c) {
     yb = xb;
     if (!c->in_place) {
         y_dev = device_alloc(elems * ys);
+        memset(y_host, 0xff, elems * ys); /* poison (NaN in every dtype): unwritten values fail */
+        upload(y_dev, y_host, elems * ys);
         yb = wrap(y_dev, elems * ys);
     }
     memset(&x, 0, sizeof x);
