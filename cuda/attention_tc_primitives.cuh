@@ -52,13 +52,6 @@ template <int DT> FC_DEVICE unsigned pack_pair(float x, float y) {
     return narrow16(DT, x) | (narrow16(DT, y) << 16);
 }
 
-/* 2^x on the special-function unit (ex2.approx, relative error ~2^-22; -inf gives +0). */
-FC_DEVICE float fast_exp2(float x) {
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-    return y;
-}
-
 /* ---- where a block's tiles come from ------------------------------------------------------- */
 
 /* The kv head's K and V rows of batch b (16-bit elements), and the bytes between two keys. */

@@ -97,6 +97,14 @@ FC_DEVICE void store_vec(char *p, int dt, const float *v) {
     }
 }
 
+/* 2^x on the special-function unit (ex2.approx.ftz, relative error ~2^-22; -inf gives +0, NaN
+ * NaN; results below 2^-126 become +0). */
+FC_DEVICE float fast_exp2(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+}
+
 /* ---- reductions: fixed butterflies, so every lane ends with the same bits ------------------ */
 /* Each butterfly step combines a value with its partner's by a commutative operation (fmaxf,
  * an un-contracted add), so both partners compute identical results and every run the same

@@ -124,13 +124,8 @@ template <int DT> FC_DEVICE float softmax_exp(float x) {
  * ex2 of 0) or adds to one that does, so a term below 2^-126 changes nothing in f32. The same
  * argument as the OpenCL kernels' FC_EXP_SUM (cl/softmax_exp.h). */
 template <int DT> FC_DEVICE float softmax_exp_summed(float x) {
-    if constexpr (DT == FC_F32) {
-        return expf(x);
-    } else {
-        float r;
-        asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x * 1.4426950408889634f));
-        return r;
-    }
+    if constexpr (DT == FC_F32) return expf(x);
+    else return fast_exp2(x * 1.4426950408889634f);
 }
 
 /* exp(x) for a term that is stored, times a factor <= 1, as YT. 16-bit inputs: f16 outputs take
@@ -145,9 +140,8 @@ template <int DT, int YT> FC_DEVICE float softmax_exp_stored(float x) {
     } else if constexpr (YT == FC_F16) {
         return softmax_exp_summed<DT>(x);
     } else {
-        float r;
-        asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(fmaf(x, 1.4426950408889634f, 64.0f)));
-        return __fmul_rn(r, 5.42101086242752217e-20f); /* 2^-64 */
+        return __fmul_rn(fast_exp2(fmaf(x, 1.4426950408889634f, 64.0f)),
+                         5.42101086242752217e-20f); /* 2^-64 */
     }
 }
 
