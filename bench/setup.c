@@ -36,13 +36,13 @@ void bench_progress_clear(void)
     }
 }
 
-static flashcl_status launch_copy(void *user, long iteration)
+flashcl_status bench_launch_copy(void *user, long iteration)
 {
     launch_state *ls = user;
-    (void)iteration;
+    const int s = (int)(iteration % ls->sets);
     return bench_copy_enqueue(&ls->run->kernels, ls->run->queue,
-                              flashcl_buffer_cl_mem(ls->x[0].buffer),
-                              flashcl_buffer_cl_mem(ls->y[0].buffer), ls->copy_bytes);
+                              flashcl_buffer_cl_mem(ls->x[s].buffer),
+                              flashcl_buffer_cl_mem(ls->y[s].buffer), ls->copy_bytes);
 }
 
 /* ---- context creation, first and cached ---------------------------------------------------- */
@@ -296,7 +296,7 @@ void bench_measure_copy(device_run *run)
             ls.x[0].buffer = a;
             ls.y[0].buffer = b;
             ls.copy_bytes = bytes;
-            st = bench_time(run->cl_owner, run->queue, launch_copy, &ls, 2, run->opts->reps,
+            st = bench_time(run->cl_owner, run->queue, bench_launch_copy, &ls, 2, run->opts->reps,
                             TARGET_BATCH_S, BUDGET_S, &t);
         }
         flashcl_buffer_destroy(a);

@@ -17,16 +17,6 @@ static flashcl_status launch_flashcl(void *user, long iteration)
     return flashcl_softmax(ls->run->ctx, &ls->params, &ls->x[s], &ls->y[s]);
 }
 
-/* The copy kernel on the rotation's buffers: x[s] into y[s], copy_bytes each. */
-static flashcl_status launch_copy_sets(void *user, long iteration)
-{
-    launch_state *ls = user;
-    const int s = (int)(iteration % ls->sets);
-    return bench_copy_enqueue(&ls->run->kernels, ls->run->queue,
-                              flashcl_buffer_cl_mem(ls->x[s].buffer),
-                              flashcl_buffer_cl_mem(ls->y[s].buffer), ls->copy_bytes);
-}
-
 static flashcl_status launch_naive(void *user, long iteration)
 {
     launch_state *ls = user;
@@ -180,7 +170,7 @@ static double measure_copy_same(device_run *run, launch_state *ls, size_t bytes)
     if (!run->ctx_queue || run->twin || !run->have_kernels)
         return -1.0;
     ls->copy_bytes = bytes;
-    if (bench_time(run->ctx, run->ctx_queue, launch_copy_sets, ls, ls->sets, run->opts->reps,
+    if (bench_time(run->ctx, run->ctx_queue, bench_launch_copy, ls, ls->sets, run->opts->reps,
                    TARGET_BATCH_S, BUDGET_S, &t) != FLASHCL_SUCCESS)
         return -1.0;
     return t.ms;

@@ -86,6 +86,9 @@ void bench_print_failures(int fails, int errors);
 void bench_remove_tree(const char *dir);
 /* An OpenCL context on the same GPU as a context of another backend, or NULL. */
 flashcl_context *bench_open_opencl_twin(const flashcl_device_info *info);
+/* The copy kernel as a bench_time launch: x[s] into y[s] of the state's rotation (s the
+ * iteration modulo its sets), copy_bytes each. */
+flashcl_status bench_launch_copy(void *user, long iteration);
 /* Fills run->rep->copy_gbps from the copy kernel on run->cl_owner. */
 void bench_measure_copy(device_run *run);
 
