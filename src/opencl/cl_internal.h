@@ -86,7 +86,9 @@ typedef struct fc_softmax_kernels {
     size_t held32_max_wg;                /* largest team of rows_held32; 0: not usable */
     size_t ordered_wg;                   /* work-group of split_row_ordered */
     unsigned stream_unroll;              /* FC_STREAM_UNROLL */
-    cl_ulong l2_budget;                  /* ordered split: bytes read between a slice's reads */
+    cl_ulong l2_budget[2];               /* ordered split, [16-bit input]: bytes read between a
+                                            slice's two reads */
+    cl_ulong ordered_slice[2];           /* ordered split, [16-bit input]: a slice's input bytes */
     int ordered;                         /* split_row_ordered kernels exist */
     int rows_vector_built;               /* rows_vector kernels exist */
     size_t rows_vector_wg;               /* work-group of rows_vector (one row per work-item) */

@@ -29,7 +29,9 @@ typedef struct fc_softmax_tuning {
     size_t chunked_wg, split_wg, coop_wg;
     int coop;
     int ordered;            /* FC_ORDERED: the ticket-ordered split row */
-    cl_ulong l2_budget;     /* bytes the ordered split reads between a slice's two reads */
+    cl_ulong l2_budget[2];  /* [16-bit input]: bytes the ordered split reads between a slice's
+                               two reads */
+    cl_ulong ordered_slice[2]; /* [16-bit input]: the input bytes of its slices */
     int rows_vector;        /* FC_ROWS_VECTOR: a row per work-item in float16 values (CPUs) */
     size_t rows_vector_wg;  /* its work-group size */
     const char *cl_std;     /* "" or a -cl-std= that unlocks sub-group functions */
@@ -75,7 +77,20 @@ static void fc_softmax_tune(const fc_cl_device *dev, fc_softmax_tuning *t)
          * figure is not taken from the device. */
         t->ordered = (dev->vendor == FC_VENDOR_NVIDIA || dev->vendor == FC_VENDOR_AMD) &&
                      dev->has_int64_atomics;
-        t->l2_budget = (cl_ulong)8 << 20;
+        t->l2_budget[0] = t->l2_budget[1] = (cl_ulong)8 << 20;
+        t->ordered_slice[0] = t->ordered_slice[1] = 32768;
+        /* An H200 (HBM3e, 4.8 TB/s against the H100's 3.35, the same 50 MB L2) runs 16-bit
+         * rows best with slices of 64 KiB and 32 MiB between a slice's reads. % of copy, NVIDIA
+         * OpenCL, 2026-11-26, against 32 KiB / 8 MiB in the same call: 8 x 8M f16 54.2 -> 59.9,
+         * 16 x 4M 55.7 -> 59.9, 32 x 2M 58.0 -> 60.3, 64 x 1M 59.7 -> 59.9, bf16 alike
+         * (bench/results/2026-11-26-h200-s17-opencl-ordered-h200-tuning.txt); slices of 48 or
+         * 96 KiB and budgets of 24-48 MiB fell between (-s17-ordered-sweeps.txt). f32 rows keep
+         * 32 KiB / 8 MiB there, and an H100 loses with 64 KiB / 16 MiB (64 x 1M f16 62.8 %
+         * against 73.0, session 12), so the figures are the H200's alone. */
+        if (dev->vendor == FC_VENDOR_NVIDIA && strstr(dev->info.name, "H200")) {
+            t->l2_budget[1] = (cl_ulong)32 << 20;
+            t->ordered_slice[1] = 65536;
+        }
     } else {
         /* CPUs (PoCL): work-items are loop iterations vectorised across lanes; a few hundred
          * per work-group keep private arrays in cache. No cooperative path: CPU threads give
@@ -92,7 +107,8 @@ static void fc_softmax_tune(const fc_cl_device *dev, fc_softmax_tuning *t)
          * the ordered split needs (cl/softmax_ordered.cl); AUTO does not pick it on CPUs, but a
          * forced SPLIT_ROW runs it, so the tests reach it. */
         t->ordered = dev->vendor == FC_VENDOR_POCL && dev->has_int64_atomics;
-        t->l2_budget = (cl_ulong)1 << 20;
+        t->l2_budget[0] = t->l2_budget[1] = (cl_ulong)1 << 20;
+        t->ordered_slice[0] = t->ordered_slice[1] = 32768;
         /* PoCL: a row per work-item in float16 values (cl/softmax_rows_vector.cl), a few rows
          * per work-group (a work-group is one task of PoCL's thread pool). 2-core AVX-512
          * machine, 2026-11-22, f32 / f16 / bf16 ms against the kernels above: 4096x1024 2.02 /
@@ -302,7 +318,8 @@ static flashcl_status fc_set_limits(fc_cl_context *ctx, const fc_softmax_tuning 
     k->rows_vector_wg =
         t->rows_vector ? fc_floor_pow2(fc_min(wg[FC_WG_VECTOR], t->rows_vector_wg)) : 0;
     k->stream_unroll = t->stream_unroll;
-    k->l2_budget = t->l2_budget;
+    memcpy(k->l2_budget, t->l2_budget, sizeof k->l2_budget);
+    memcpy(k->ordered_slice, t->ordered_slice, sizeof k->ordered_slice);
     if (t->sg == FC_SG_NV_PTX &&
         (k->rir_max_wg < 32 || k->held_max_wg < 32 || k->chunked_wg < 32 || k->split_wg < 32 ||
          (t->coop && k->coop_wg < 32) || (t->ordered && k->ordered_wg < 32)))

@@ -20,10 +20,11 @@
  *   few long rows -> cooperative split row (f32 input, where built), else the 3-pass split row.
  * FLASHCL_SOFTMAX_NO_COOP=1 leaves the cooperative split row out (then the ordered split);
  * FLASHCL_SOFTMAX_COOP_WG=n sets its smallest work-group (tuning; 128 by default).
- * FLASHCL_SOFTMAX_L2_BUDGET_KB=N overrides the ordered split's cache budget (8192 on GPUs:
- * the input bytes read between a slice's two reads, as many written);
- * FLASHCL_SOFTMAX_ORDERED_SLICE_KB=N and FLASHCL_SOFTMAX_ORDERED_WG=n its slices' input bytes
- * (32) and a smaller work-group (tuning; the H100 sweep of session 12 kept 32 KiB and 256).
+ * FLASHCL_SOFTMAX_L2_BUDGET_KB=N overrides the ordered split's cache budget (8192 on GPUs, 32768
+ * for 16-bit input on an H200: the input bytes read between a slice's two reads, as many
+ * written); FLASHCL_SOFTMAX_ORDERED_SLICE_KB=N and FLASHCL_SOFTMAX_ORDERED_WG=n its slices'
+ * input bytes (32; 64 for 16-bit input on an H200) and a smaller work-group (tuning; the H100
+ * sweep of session 12 kept 32 KiB and 256; softmax.c has the H200's).
  * FLASHCL_SOFTMAX_TRACE=1 prints each call's plan on stderr, and the kernels' work-group limits
  * when a context creates them (softmax.c).
  * Forced variants run whenever they can: ROW_IN_REGISTERS takes rows held or raw (UNSUPPORTED
@@ -158,8 +159,8 @@ static int fc_plan_coop(fc_plan *p, const fc_cl_device *dev, const fc_softmax_ke
     return 1;
 }
 
-/* Ordered split row: slices of about 32 KiB of input (two streaming steps of the work-group),
- * and a lag that keeps the bytes read between a slice's two reads within the cache budget
+/* Ordered split row: slices of about 32 KiB of input (two streaming steps of the work-group;
+ * the device's figure per input width, softmax.c), and a lag that keeps the bytes read between a slice's two reads within the cache budget
  * (but at least a row: the no-deadlock condition, see cl/softmax_ordered.cl). A row longer than
  * the budget is normalised from its end back, the part read last first. */
 static void fc_plan_ordered(fc_plan *p, const fc_softmax_kernels *k, flashcl_dtype x_dtype,
@@ -169,15 +170,16 @@ static void fc_plan_ordered(fc_plan *p, const fc_softmax_kernels *k, flashcl_dty
     const char *env = getenv("FLASHCL_SOFTMAX_L2_BUDGET_KB");
     const char *slice_env = getenv("FLASHCL_SOFTMAX_ORDERED_SLICE_KB");
     const char *wg_env = getenv("FLASHCL_SOFTMAX_ORDERED_WG");
+    const int wide = x_dtype != FLASHCL_F32; /* 16-bit input: its own slices and budget */
     const uint64_t slice_bytes = slice_env && atoi(slice_env) > 0 ? (uint64_t)atoi(slice_env) << 10
-                                                                  : 32768;
+                                                                  : k->ordered_slice[wide];
     const size_t wg_asked = wg_env && atoi(wg_env) >= 32 ? fc_ceil_pow2((size_t)atoi(wg_env))
                                                          : k->ordered_wg;
     const size_t wg = wg_asked < k->ordered_wg ? wg_asked : k->ordered_wg;
     uint64_t unit = (uint64_t)wg * fc_chunk_elems(x_dtype) * k->stream_unroll;
     if (unit * xb > slice_bytes) unit = (uint64_t)wg * fc_chunk_elems(x_dtype);
     const uint64_t target = unit * (slice_bytes / (unit * xb) > 0 ? slice_bytes / (unit * xb) : 1);
-    uint64_t budget = k->l2_budget, lag;
+    uint64_t budget = k->l2_budget[wide], lag;
     if (env && atoi(env) > 0) budget = (uint64_t)atoi(env) << 10;
     fc_plan_slices(p, FC_PLAN_ORDERED, wg, ucols, (ucols + target - 1) / target, unit);
     lag = budget / (p->slice_len * xb);
