@@ -81,6 +81,17 @@ FC_INLINE float4 fc_mask4(float4 s, uint j, uint end)
     return s;
 }
 
+/* -inf for the elements before `low` (elements j .. j + 3): what a shifted row's layout puts
+ * before the row (the cooperative split row). */
+FC_INLINE float4 fc_mask_below4(float4 s, uint j, uint low)
+{
+    s.x = j < low ? -INFINITY : s.x;
+    s.y = j + 1 < low ? -INFINITY : s.y;
+    s.z = j + 2 < low ? -INFINITY : s.z;
+    s.w = j + 3 < low ? -INFINITY : s.w;
+    return s;
+}
+
 /* s = x * scale for quad h (elements j + 4h ..) of a chunk at element j; -inf past `end`
  * unless the caller knows the chunk is complete. */
 FC_INLINE float4 fc_quad_s(const int dt, uint4 raw, uint h, float scale, uint j, uint end,
@@ -342,18 +353,28 @@ FC_INLINE float fc_held_exp_sum(const int ydt, float4 *v, const uint elems, floa
     return d;
 }
 
-/* Writes the held elements: softmax v * factor (v holds exps), log-softmax (v - m) - log_d. */
+/* Writes the held elements: softmax v * factor (v holds exps), log-softmax (v - m) - log_d.
+ * Elements before `low` (< FC_CHUNK, so only in a chunk at element 0: the first of a row in its
+ * shifted layout, see the cooperative split row) are not written. */
 FC_INLINE void fc_held_store(const int xdt, const int ydt, const float4 *v, const uint elems,
                              __global void *yrow, uint begin, uint end, uint lane, uint team,
-                             int vec, int log_mode, float m, float factor, float log_d)
+                             int vec, int log_mode, float m, float factor, float log_d, uint low)
 {
     const uint n = FC_CHUNK(xdt), chunks = elems / n;
 #pragma unroll
     for (uint c = 0; c < chunks; ++c) {
         const float4 s0 = v[c * (n / 4)], s1 = n == 8 ? v[c * (n / 4) + 1] : s0;
-        fc_chunk_store(xdt, ydt, yrow, FC_REG_J(c), end,
-                       log_mode ? (s0 - m) - log_d : s0 * factor,
-                       log_mode ? (s1 - m) - log_d : s1 * factor, vec);
+        const float4 q0 = log_mode ? (s0 - m) - log_d : s0 * factor;
+        const float4 q1 = log_mode ? (s1 - m) - log_d : s1 * factor;
+        if (FC_REG_J(c) < low) {
+            const float w[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
+#pragma unroll
+            for (uint e = 0; e < 8; ++e)
+                if (e < n && e >= low && e < end)
+                    fc_store(ydt, yrow, e, w[e]);
+        } else {
+            fc_chunk_store(xdt, ydt, yrow, FC_REG_J(c), end, q0, q1, vec);
+        }
     }
 }
 
@@ -373,7 +394,7 @@ FC_INLINE void fc_rows_held(const int xdt, const int ydt, const uint elems, cons
     /* exp(v - m), not exp(v - fc_md_ref(m)): an all -inf row must give NaN. */
     const float d = fc_team_sum(fc_held_exp_sum(ydt, v, elems, m, log_mode), team, scratch);
     fc_held_store(xdt, ydt, v, elems, fc_row_w(ydt, y, y_off + row * y_stride), begin, end, lane,
-                  team, vec, log_mode, m, 1.0f / d, log(d));
+                  team, vec, log_mode, m, 1.0f / d, log(d), 0u);
 }
 
 /* ---- online chunked: work-groups loop over rows, one row at a time ------------------------- */

@@ -91,14 +91,35 @@ FC_INLINE void fc_split_row_cooperative(const int xdt, const int ydt, const __gl
         *ticket = atom_inc(&state[0]);
     barrier(CLK_LOCAL_MEM_FENCE);
     const ulong t = *ticket, row = t / slices;
+    const ulong x_at = x_off + row * x_stride, y_at = y_off + row * y_stride;
+    const uint n = FC_CHUNK(xdt);
+    /* vec == 2: rows that do not start 16-byte aligned, in their shifted layout: columns counted
+     * from the chunk boundary at or before the row, `head` elements before it, so that every
+     * whole chunk is one 16-byte access (the host plans the slices over cols + n - 1). Only the
+     * first chunk of slice 0's first item reaches before the row: its load reads those elements
+     * of the buffer (x_at - head >= 0), which are then masked, and its store skips them. y takes
+     * vector stores where x's head leaves its row aligned for them (x and y one element offset
+     * and stride apart: always), else element stores. */
+    const uint head = vec == 2 ? (uint)(x_at % n) : 0u;
+    const int x_vec = vec != 0;
+    const int y_vec = vec == 1 || (vec == 2 && (y_at - head) % (ydt == FC_F32 ? 4u : n) == 0);
     const uint slice = (uint)(t % slices), begin = slice * slice_len;
-    const uint end = min(cols, begin + slice_len);
+    const uint end = min(cols + head, begin + slice_len);
     float4 v[FC_HELD_MAX / 4];
 
     /* The exps are taken against this work-item's own max, so no reduction stands between the
      * loads and the exps; the store rescales them by e^(m_own - M) / D. */
-    const float m_own = fc_held_load(xdt, v, elems, fc_row(xdt, x, x_off + row * x_stride),
-                                     begin, end, lid, width, scale, vec);
+    float m_own = fc_held_load(xdt, v, elems, fc_row(xdt, x, x_at - head), begin, end, lid,
+                               width, scale, x_vec);
+    if (head && begin == 0 && lid == 0) {
+        /* elements 0 .. head - 1 of the first chunk lie before the row */
+        v[0] = fc_mask_below4(v[0], 0u, head);
+        if (n == 8)
+            v[1] = fc_mask_below4(v[1], 4u, head);
+        m_own = -INFINITY;
+        for (uint q = 0; q < elems / 4; ++q)
+            m_own = fmax(m_own, fc_max4(v[q]));
+    }
     const float d_own = fc_held_exp_sum(ydt, v, elems, fc_md_ref(m_own), log_mode);
 #if defined(FC_HAVE_WARP_STEPS)
     /* The slice's (m, d), needed by every item only when the row is one slice (else by the
@@ -165,8 +186,8 @@ FC_INLINE void fc_split_row_cooperative(const int xdt, const int ydt, const __gl
     /* Items of only -inf hold zeros: their factor must be 0, not e^(0 - M), which may be inf.
      * An all -inf row has D = 0: 0 * (1 / 0) is NaN, as torch gives. */
     const float rescale = m_own == -INFINITY ? 0.0f : exp(m_own - fc_md_ref(md.x));
-    fc_held_store(xdt, ydt, v, elems, fc_row_w(ydt, y, y_off + row * y_stride), begin, end,
-                  lid, width, vec, log_mode, md.x, rescale * (1.0f / md.y), log(md.y));
+    fc_held_store(xdt, ydt, v, elems, fc_row_w(ydt, y, y_at - head), begin, end, lid, width,
+                  y_vec, log_mode, md.x, rescale * (1.0f / md.y), log(md.y), head);
 }
 
 #define FC_COOP_KERNEL(XN, XT, XD, YN, YT, YD)                                                 \

@@ -29,65 +29,88 @@ FC_DEVICE char *row_ptr(uint64_t base, int64_t row, int64_t stride, int bytes) {
 
 /* Loads NV vectors (see the layout above) of the columns [origin, limit) into v, scaled;
  * columns at or past `limit` read as -inf, which changes neither the max nor the sum. One base
- * pointer per thread and compile-time offsets keep the address arithmetic out of the registers. */
-template <int DT, int G, int NV>
+ * pointer per thread and compile-time offsets keep the address arithmetic out of the registers.
+ * With LOW, columns before `low` (< VEC, so only a thread's first vector can hold any) read as
+ * -inf too and are not touched: the shifted layout (shifted_row), whose `row` is the 16-byte
+ * boundary at or before the real row, `low` the columns between the two. */
+template <int DT, int G, int NV, bool LOW = false>
 FC_DEVICE void load_slice(const char *row, int64_t origin, int64_t limit, int t, bool vec_ok,
-                          float scale, float *v) {
+                          float scale, float *v, int64_t low = 0) {
     constexpr int VEC = dtype_io<DT>::vec, BYTES = dtype_io<DT>::bytes;
     const int64_t first = origin + (int64_t)t * VEC; /* this thread's first column */
     const int64_t room = limit - first;               /* columns left from there (may be < 0) */
+    const int64_t lead = LOW ? low - first : 0;       /* columns before low from there */
+    const bool first_whole = !LOW || lead <= 0;       /* vector 0 has none of them */
     const char *p = row + first * BYTES;
     uint4 raw[NV];
 #pragma unroll
     for (int k = 0; k < NV; k++) /* first every full, aligned vector: the loads overlap */
-        if (vec_ok && k * G * VEC + VEC <= room)
+        if (vec_ok && k * G * VEC + VEC <= room && (k > 0 || first_whole))
             raw[k] = *reinterpret_cast<const uint4 *>(p + k * G * VEC * BYTES);
 #pragma unroll
     for (int k = 0; k < NV; k++) {
         float *o = v + k * VEC;
-        if (vec_ok && k * G * VEC + VEC <= room) {
+        if (vec_ok && k * G * VEC + VEC <= room && (k > 0 || first_whole)) {
             dtype_io<DT>::unpack(raw[k], o);
 #pragma unroll
             for (int e = 0; e < VEC; e++) o[e] = __fmul_rn(o[e], scale);
-        } else { /* the row's tail, or a row start that is not 16-byte aligned */
+        } else { /* the row's tail or (LOW) head, or a row start that is not 16-byte aligned */
 #pragma unroll
             for (int e = 0; e < VEC; e++) {
                 const int c = k * G * VEC + e;
-                o[e] = c < room ? __fmul_rn(dtype_io<DT>::load(p + c * BYTES), scale) : -INFINITY;
+                o[e] = c < room && (k > 0 || !LOW || c >= lead)
+                           ? __fmul_rn(dtype_io<DT>::load(p + c * BYTES), scale)
+                           : -INFINITY;
             }
         }
     }
 }
 
 /* Stores a slice in the same layout to y of dtype YT (known at compile time here: the caller
- * switches on the runtime output dtype once, outside the unrolled loops). */
-template <int YT, int VEC, int G, int NV, bool STREAMING>
+ * switches on the runtime output dtype once, outside the unrolled loops); with LOW, columns
+ * before `low` (< VEC) are left alone (load_slice). */
+template <int YT, int VEC, int G, int NV, bool STREAMING, bool LOW = false>
 FC_DEVICE void store_slice_as(char *row, int64_t origin, int64_t limit, int t, bool vec_ok,
-                              const float *v) {
+                              const float *v, int64_t low = 0) {
     constexpr int BYTES = YT == FC_F32 ? 4 : 2;
     const int64_t first = origin + (int64_t)t * VEC;
     const int64_t room = limit - first;
+    const int64_t lead = LOW ? low - first : 0;
+    const bool first_whole = !LOW || lead <= 0;
     char *p = row + first * BYTES;
 #pragma unroll
     for (int k = 0; k < NV; k++) {
-        if (vec_ok && k * G * VEC + VEC <= room) {
+        if (vec_ok && k * G * VEC + VEC <= room && (k > 0 || first_whole)) {
             store_vec<VEC, STREAMING>(p + k * G * VEC * BYTES, YT, v + k * VEC);
         } else {
 #pragma unroll
             for (int e = 0; e < VEC; e++) {
                 const int c = k * G * VEC + e;
-                if (c < room) store_one(p + c * BYTES, YT, v[k * VEC + e]);
+                if (c < room && (k > 0 || !LOW || c >= lead))
+                    store_one(p + c * BYTES, YT, v[k * VEC + e]);
             }
         }
     }
 }
 
-template <int VEC, int G, int NV, bool STREAMING>
+template <int VEC, int G, int NV, bool STREAMING, bool LOW = false>
 FC_DEVICE void store_slice(char *row, int64_t origin, int64_t limit, int t, int y_dt,
-                           bool vec_ok, const float *v) {
-    if (y_dt == FC_F32) store_slice_as<FC_F32, VEC, G, NV, STREAMING>(row, origin, limit, t, vec_ok, v);
-    else if (y_dt == FC_F16) store_slice_as<FC_F16, VEC, G, NV, STREAMING>(row, origin, limit, t, vec_ok, v);
-    else store_slice_as<FC_BF16, VEC, G, NV, STREAMING>(row, origin, limit, t, vec_ok, v);
+                           bool vec_ok, const float *v, int64_t low = 0) {
+    if (y_dt == FC_F32)
+        store_slice_as<FC_F32, VEC, G, NV, STREAMING, LOW>(row, origin, limit, t, vec_ok, v, low);
+    else if (y_dt == FC_F16)
+        store_slice_as<FC_F16, VEC, G, NV, STREAMING, LOW>(row, origin, limit, t, vec_ok, v, low);
+    else
+        store_slice_as<FC_BF16, VEC, G, NV, STREAMING, LOW>(row, origin, limit, t, vec_ok, v, low);
+}
+
+/* The shifted layout of a row whose start is not 16-byte aligned: columns counted from the
+ * 16-byte boundary at or before it, so that every whole vector in the row is aligned for
+ * 16-byte loads and stores. Returns that boundary and sets `head` to the columns between it and
+ * the row (0 .. 16 / bytes - 1); the row's columns are then [head, head + cols). */
+FC_DEVICE const char *shifted_row(const char *row, int bytes, int64_t &head) {
+    head = (int64_t)((reinterpret_cast<uintptr_t>(row) & 15u) / (unsigned)bytes);
+    return row - head * bytes;
 }
 
 /* The max of a row slice held by a group of G threads (G <= 32: a sub-warp butterfly; else the

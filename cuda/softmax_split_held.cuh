@@ -46,14 +46,28 @@
  * words; ~3 us on an H100 under ncu), and with f32-held 16-bit slices of 8192 columns it was
  * ~40 % of it: ncu measured 1024x131072 f16 at 61.6 % of DRAM bandwidth against f32's 78.2 %
  * with the same kernel, whose slices move twice the bytes per block. */
-template <int DT, int TPB, int ITEMS> struct held_floats {
+template <int DT, int TPB, int ITEMS, bool SHIFTED = false> struct held_floats {
     static constexpr int COLS = TPB * ITEMS;
     float v[ITEMS];
+    int head; /* SHIFTED: the row's columns before it in the shifted layout (sum() sets it) */
 
+    /* SHIFTED (rows not 16-byte aligned): slice s covers columns [s COLS, (s + 1) COLS) of the
+     * row's shifted layout (shifted_row), so every whole vector is a 16-byte load and store;
+     * the host plans slices over cols + 16 / bytes - 1 columns. Else the row's own columns, with
+     * element loads where x_vec_ok says the rows are not aligned. */
     FC_DEVICE float sum(const fc_softmax_args &a, int row, int slice, float &m) {
         constexpr int NV = ITEMS / dtype_io<DT>::vec;
-        load_slice<DT, TPB, NV>(row_ptr(a.x, row, a.x_stride, dtype_io<DT>::bytes),
-                                slice * (int64_t)COLS, a.cols, threadIdx.x, a.x_vec_ok, a.scale, v);
+        const char *x_row = row_ptr(a.x, row, a.x_stride, dtype_io<DT>::bytes);
+        if constexpr (SHIFTED) {
+            int64_t h;
+            const char *base = shifted_row(x_row, dtype_io<DT>::bytes, h);
+            head = (int)h;
+            load_slice<DT, TPB, NV, true>(base, slice * (int64_t)COLS, a.cols + h, threadIdx.x,
+                                          true, a.scale, v, h);
+        } else {
+            load_slice<DT, TPB, NV>(x_row, slice * (int64_t)COLS, a.cols, threadIdx.x, a.x_vec_ok,
+                                    a.scale, v);
+        }
         m = -INFINITY;
 #pragma unroll
         for (int i = 0; i < ITEMS; i++) m = fmaxf(m, v[i]);
@@ -63,11 +77,24 @@ template <int DT, int TPB, int ITEMS> struct held_floats {
     FC_DEVICE void store(const fc_softmax_args &a, int row, int slice, float m, float2 r) {
         constexpr int VEC = dtype_io<DT>::vec, NV = ITEMS / VEC;
         const bool log = a.log != 0;
+        const int y_bytes = a.y_dtype == FC_F32 ? 4 : 2;
         finish_values<ITEMS>(v, log, r.x, log ? 0.0f : chunk_factor(m, r.x, r.y),
                              log ? logf(r.y) : 0.0f);
-        store_slice<VEC, TPB, NV, false>(row_ptr(a.y, row, a.y_stride, a.y_dtype == FC_F32 ? 4 : 2),
-                                         slice * (int64_t)COLS, a.cols, threadIdx.x, a.y_dtype,
-                                         a.y_vec_ok, v);
+        char *y_row = row_ptr(a.y, row, a.y_stride, y_bytes);
+        if constexpr (SHIFTED) {
+            /* y in x's shifted layout: its vector stores need the boundary that x's head puts
+             * before y's row aligned for them (as it is when x and y have one element offset and
+             * stride), else it stores element by element */
+            char *base = y_row - (int64_t)head * y_bytes;
+            const unsigned align = VEC * y_bytes < 16 ? VEC * y_bytes : 16;
+            store_slice<VEC, TPB, NV, false, true>(base, slice * (int64_t)COLS, a.cols + head,
+                                                   threadIdx.x, a.y_dtype,
+                                                   reinterpret_cast<uintptr_t>(base) % align == 0,
+                                                   v, head);
+        } else {
+            store_slice<VEC, TPB, NV, false>(y_row, slice * (int64_t)COLS, a.cols, threadIdx.x,
+                                             a.y_dtype, a.y_vec_ok, v);
+        }
     }
 };
 
@@ -437,6 +464,13 @@ __device__ void softmax_split_held_pipelined(const fc_softmax_args &a) {
                         FC_SOFTMAX_SPLIT_HELD_BLOCKS_PER_SM, softmax_split_held,                \
                         FC_HELD_FLOATS(DT))
 FC_SOFTMAX_FOR_DTYPES(FC_SPLIT_HELD_KERNEL, 0)
+/* The same over rows that do not start 16-byte aligned, in their shifted layout. */
+#define FC_SPLIT_HELD_SHIFTED_KERNEL(dt_name, DT, unused)                                      \
+    FC_SPLIT_HELD_ENTRY(split_held_shifted, dt_name, FC_SOFTMAX_SPLIT_HELD_THREADS,             \
+                        FC_SOFTMAX_SPLIT_HELD_BLOCKS_PER_SM, softmax_split_held,                \
+                        held_floats<DT, FC_SOFTMAX_SPLIT_HELD_THREADS,                          \
+                                    FC_SOFTMAX_SPLIT_HELD_ITEMS, true>)
+FC_SOFTMAX_FOR_DTYPES(FC_SPLIT_HELD_SHIFTED_KERNEL, 0)
 #define FC_SPLIT_HELD_BITS_KERNEL(dt_name, DT)                                                 \
     FC_SPLIT_HELD_ENTRY(split_held_bits, dt_name, FC_SOFTMAX_SPLIT_HELD_THREADS,                \
                         FC_SOFTMAX_SPLIT_HELD_BLOCKS_PER_SM, softmax_split_held,                \

@@ -80,6 +80,10 @@ typedef struct fc_cuda_kernels {
     /* Blocks of the split-held kernel one SM holds at once (occupancy API); times the SM count
      * it caps the slices of a row, which must all be running together. */
     int softmax_split_held_blocks_per_sm[FC_CUDA_DTYPES];
+    /* The same kernel over rows that do not start 16-byte aligned, laid out from the 16-byte
+     * boundary before each row (cuda/softmax.cuh, shifted_row), and its blocks per SM. */
+    CUfunction softmax_split_held_shifted[FC_CUDA_DTYPES];
+    int softmax_split_held_shifted_blocks_per_sm[FC_CUDA_DTYPES];
     /* The same kernel for 16-bit inputs held as their bits (twice the columns a slice; NULL
      * for f32), and its blocks per SM. */
     CUfunction softmax_split_held_bits[FC_CUDA_DTYPES];

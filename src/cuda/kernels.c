@@ -102,6 +102,10 @@ static flashcl_status size_split_held_kernel(fc_cuda_context *ctx, int dt) {
     CUresult r = fc_cu()->OccupancyMaxActiveBlocksPerMultiprocessor(
         &k->softmax_split_held_blocks_per_sm[dt], k->softmax_split_held[dt],
         FC_SOFTMAX_SPLIT_HELD_THREADS, 0);
+    if (r == CUDA_SUCCESS)
+        r = fc_cu()->OccupancyMaxActiveBlocksPerMultiprocessor(
+            &k->softmax_split_held_shifted_blocks_per_sm[dt], k->softmax_split_held_shifted[dt],
+            FC_SOFTMAX_SPLIT_HELD_THREADS, 0);
     if (r == CUDA_SUCCESS && k->softmax_split_held_bits[dt])
         r = fc_cu()->OccupancyMaxActiveBlocksPerMultiprocessor(
             &k->softmax_split_held_bits_blocks_per_sm[dt], k->softmax_split_held_bits[dt],
@@ -147,6 +151,7 @@ static flashcl_status get_softmax_kernels(fc_cuda_context *ctx, int dt) {
     FC_GET_(softmax_split_normalize, "fc_softmax_split_normalize")
     FC_GET_(softmax_staged, "fc_softmax_staged")
     FC_GET_(softmax_split_held, "fc_softmax_split_held")
+    FC_GET_(softmax_split_held_shifted, "fc_softmax_split_held_shifted")
     if (dt != FLASHCL_F32) FC_GET_(softmax_split_held_bits, "fc_softmax_split_held_bits")
     FC_GET_(softmax_split_held_pipelined, "fc_softmax_split_held_pipelined")
     if (dt != FLASHCL_F32) FC_GET_(softmax_split_held_wide, "fc_softmax_split_held_wide")

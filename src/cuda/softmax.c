@@ -28,7 +28,10 @@
  *                     waiting for the parked one's row. Rows past 32768 columns, as long as a
  *                     row takes at most one slice per SM (~1.08M columns on an H100, ~2.16M
  *                     for 16-bit inputs), or in the pipelined form, launched cooperatively,
- *                     one per block (4 per SM: ~4.3M and ~8.6M columns).
+ *                     one per block (4 per SM: ~4.3M and ~8.6M columns). Rows that do not
+ *                     start 16-byte aligned (odd lengths, element offsets) are held as f32 in
+ *                     their shifted layout, counted from the 16-byte boundary before each row,
+ *                     so that their vectors load and store 16 bytes at a time.
  * Forced SPLIT_ROW takes the split-held kernel where it fits, else the staged kernel with two
  * chunks or more where it fits, else the resident split, else the two-kernel split.
  *
@@ -40,6 +43,8 @@
  * one-ticket kernel; FLASHCL_CUDA_SOFTMAX_PIPELINE_SLICES=n sends split-held rows of at least
  * n slices to the pipelined kernel (by default rows of 32 or more, when they are more slices
  * than its grid's blocks);
+ * FLASHCL_CUDA_SOFTMAX_NO_SHIFT=1 loads and stores unaligned split-held rows element by element,
+ * as before the shifted layout;
  * FLASHCL_CUDA_SOFTMAX_HELD_ROWS=0 keeps 16-bit rows of up to 32768 columns in the register
  * kernels (held_whole_rows);
  * FLASHCL_CUDA_SOFTMAX_TRACE=1 prints the plan of each call on stderr;
@@ -237,6 +242,7 @@ typedef struct held_kernels {
     int blocks_per_sm;
     int threads;   /* per block */
     int pipelined; /* a grid of at most blocks_per_sm per SM, each block taking tickets */
+    int64_t shift; /* columns a row's shifted layout may add before it (0: not shifted) */
 } held_kernels;
 
 /* Whether x and y suit the kernels that hold values as their bits: every row 16-byte aligned,
@@ -284,6 +290,18 @@ static held_kernels pick_held(const fc_cuda_context *ctx, const fc_softmax_desc 
         h.pipelined = 1;
     } else if (bits && !f32) {
         h = held_bits_one_ticket(ctx, d, 0);
+    } else if (!a->x_vec_ok && !fc_env_flag("FLASHCL_CUDA_SOFTMAX_NO_SHIFT")) {
+        /* Rows that do not start 16-byte aligned (GPT-2's 50257-column vocabulary rows, a view
+         * offset by an element) in their shifted layout: 16-byte loads and stores where element
+         * ones ran before (FLASHCL_CUDA_SOFTMAX_NO_SHIFT=1, for A/B). H200, 2026-11-26, ms,
+         * against element loads in the same call (torch.softmax beside): 4096x50257 f16 0.346
+         * against 1.130 (torch 0.351), f32 0.493 against 1.004 (0.775); 512x50257 f16 0.050
+         * against 0.151 (0.054); 64x1000003 f16 0.134 against 0.433 (0.298)
+         * (bench/results/2026-11-26-h200-s17-shifted-rows.txt). */
+        h.kernel = k->softmax_split_held_shifted[dt];
+        h.slice_cols = FC_SPLIT_HELD_SLICE;
+        h.blocks_per_sm = k->softmax_split_held_shifted_blocks_per_sm[dt];
+        h.shift = 16 / (int64_t)dtype_bytes(d->x_dtype) - 1;
     } else {
         h.kernel = k->softmax_split_held[dt];
         h.slice_cols = FC_SPLIT_HELD_SLICE;
@@ -321,7 +339,8 @@ static int64_t plan_split_held(const fc_cuda_context *ctx, const fc_softmax_desc
     const int64_t cap = h->blocks_per_sm <= 0 ? 0
                         : h->pipelined && ctx->cooperative ? fit
                         : ctx->sm_count;
-    const int64_t slices = (int64_t)ceil_div((uint64_t)d->cols, (uint64_t)h->slice_cols);
+    const int64_t slices =
+        (int64_t)ceil_div((uint64_t)(d->cols + h->shift), (uint64_t)h->slice_cols);
     /* tickets past the last slice are drawn too, one per block (int in the kernel) */
     if (slices > cap || d->rows * slices + fit >= ((int64_t)1 << 31)) return 0;
     return slices;
@@ -606,7 +625,7 @@ static void trace_plan(const fc_cuda_context *ctx, const fc_softmax_desc *d,
     if (plan == PLAN_SPLIT_HELD)
         fprintf(stderr, " slices %lld of %lld columns (blocks of %d, %d per SM fit%s)",
                 (long long)slices, (long long)h->slice_cols, h->threads, h->blocks_per_sm,
-                h->pipelined ? ", pipelined" : "");
+                h->pipelined ? ", pipelined" : h->shift ? ", shifted rows" : "");
     fputc('\n', stderr);
 }
 

@@ -560,10 +560,9 @@ flashcl_status fc_cl_softmax(void *vctx, const fc_softmax_desc *desc)
     const cl_ulong y_off = desc->y_offset / fc_dtype_bytes(desc->y_dtype);
     const cl_ulong x_stride = (cl_ulong)desc->x_row_stride, y_stride = (cl_ulong)desc->y_row_stride;
     const cl_ulong rows = (cl_ulong)desc->rows;
-    /* 16-byte chunk accesses need every row of x and y to start at a multiple of a chunk. */
-    const cl_ulong chunk = fc_chunk_elems(desc->x_dtype);
-    const cl_int vec = x_off % chunk == 0 && y_off % chunk == 0 &&
-                       (rows == 1 || (x_stride % chunk == 0 && y_stride % chunk == 0));
+    /* 16-byte chunk accesses need every row of x and y to start at a multiple of a chunk; the
+     * cooperative split row runs unaligned rows in their shifted layout instead (vec = 2). */
+    cl_int vec = fc_softmax_rows_aligned(desc);
     cl_ulong batch, row0;
     fc_plan p;
     flashcl_status st;
@@ -574,15 +573,17 @@ flashcl_status fc_cl_softmax(void *vctx, const fc_softmax_desc *desc)
                        (long long)desc->cols);
     st = fc_softmax_choose_plan(ctx, desc, &p);
     if (st != FLASHCL_SUCCESS) return st;
+    if (p.kind == FC_PLAN_COOP && p.shifted) vec = 2;
     if (fc_env_flag("FLASHCL_SOFTMAX_TRACE")) {
         static const char *const names[] = {"rows_in_registers", "rows_held", "online_chunked",
                                             "split_row", "split_row_cooperative",
                                             "split_row_ordered", "rows_vector"};
         fprintf(stderr,
                 "flashcl softmax (opencl): %lld x %lld -> %s, work-group %zu, team %u, elems %u, "
-                "slices %u of %llu, lag %llu\n",
+                "slices %u of %llu, lag %llu%s\n",
                 (long long)desc->rows, (long long)desc->cols, names[p.kind], p.wg, p.team,
-                p.elems, p.slices, (unsigned long long)p.slice_len, (unsigned long long)p.lag);
+                p.elems, p.slices, (unsigned long long)p.slice_len, (unsigned long long)p.lag,
+                p.shifted ? ", shifted rows" : "");
     }
 
     /* Launches stay below 2^31 work-items; chunked work-groups loop over rows. */

@@ -19,6 +19,8 @@
  *   rows >= 2 x compute units                                     -> online chunked
  *   few long rows -> cooperative split row (f32 input, where built), else the 3-pass split row.
  * FLASHCL_SOFTMAX_NO_COOP=1 leaves the cooperative split row out (then the ordered split);
+ * FLASHCL_SOFTMAX_NO_SHIFT=1 runs its rows that do not start on a 16-byte chunk element by
+ * element instead of in their shifted layout (cl/softmax_cooperative.cl);
  * FLASHCL_SOFTMAX_COOP_WG=n sets its smallest work-group (tuning; 128 by default).
  * FLASHCL_SOFTMAX_L2_BUDGET_KB=N overrides the ordered split's cache budget (8192 on GPUs, 32768
  * for 16-bit input on an H200: the input bytes read between a slice's two reads, as many
@@ -135,10 +137,19 @@ static void fc_plan_split(fc_plan *p, const fc_cl_device *dev, const fc_softmax_
  * against 67%). FLASHCL_SOFTMAX_COOP_WG=n overrides the starting size (tuning). A row that fits
  * one group gets the smallest group that holds it. */
 static int fc_plan_coop(fc_plan *p, const fc_cl_device *dev, const fc_softmax_kernels *k,
-                        flashcl_dtype x_dtype, int64_t cols)
+                        const fc_softmax_desc *desc)
 {
     const char *env = getenv("FLASHCL_SOFTMAX_COOP_WG");
-    const uint64_t ucols = (uint64_t)cols, elems = k->coop_elems[x_dtype];
+    const flashcl_dtype x_dtype = desc->x_dtype;
+    /* Rows that do not start on a chunk run in their shifted layout, up to a chunk - 1 longer
+     * (FLASHCL_SOFTMAX_NO_SHIFT=1: element by element, for A/B). H200, NVIDIA OpenCL,
+     * 2026-11-26, ms against element accesses in the same call: 4096x50257 f16 0.332 against
+     * 0.850 (torch 0.350), bf16 0.338 against 1.022, f32 0.427 against 0.524; 512x50257 f16
+     * 0.050 against 0.140 (torch 0.053) (bench/results/2026-11-26-h200-s17-shifted-rows.txt). */
+    const int shifted =
+        !fc_softmax_rows_aligned(desc) && !fc_env_flag("FLASHCL_SOFTMAX_NO_SHIFT");
+    const uint64_t ucols = (uint64_t)desc->cols + (shifted ? fc_chunk_elems(x_dtype) - 1 : 0);
+    const uint64_t elems = k->coop_elems[x_dtype];
     size_t wg = env && atoi(env) >= 32 ? fc_ceil_pow2((size_t)atoi(env)) : 128;
     uint64_t slices;
     if (!k->coop || fc_env_flag("FLASHCL_SOFTMAX_NO_COOP")) return 0;
@@ -156,6 +167,7 @@ static int fc_plan_coop(fc_plan *p, const fc_cl_device *dev, const fc_softmax_ke
     }
     /* Balanced slices, each starting on a 16-byte chunk (at most 8 elements). */
     fc_plan_slices(p, FC_PLAN_COOP, wg, ucols, slices, 8);
+    p->shifted = shifted;
     return 1;
 }
 
@@ -216,7 +228,7 @@ static flashcl_status fc_choose_legacy(const fc_cl_context *ctx, const fc_softma
         fc_plan_chunked(p, dev, k, rows);
         return FLASHCL_SUCCESS;
     case FLASHCL_SOFTMAX_SPLIT_ROW:
-        if (!coop || !fc_plan_coop(p, dev, k, desc->x_dtype, cols))
+        if (!coop || !fc_plan_coop(p, dev, k, desc))
             fc_plan_split(p, dev, k, rows, cols);
         return FLASHCL_SUCCESS;
     default:
@@ -234,7 +246,7 @@ static flashcl_status fc_choose_legacy(const fc_cl_context *ctx, const fc_softma
         fc_plan_chunked(p, dev, k, rows);
         return FLASHCL_SUCCESS;
     }
-    if (!coop || !fc_plan_coop(p, dev, k, desc->x_dtype, cols))
+    if (!coop || !fc_plan_coop(p, dev, k, desc))
         fc_plan_split(p, dev, k, rows, cols);
     return FLASHCL_SUCCESS;
 }
@@ -254,7 +266,7 @@ flashcl_status fc_softmax_choose_plan(const fc_cl_context *ctx, const fc_softmax
             return FLASHCL_SUCCESS;
         return fc_choose_legacy(ctx, desc, p); /* its message */
     case FLASHCL_SOFTMAX_SPLIT_ROW:
-        if (fc_plan_coop(p, dev, k, desc->x_dtype, cols)) return FLASHCL_SUCCESS;
+        if (fc_plan_coop(p, dev, k, desc)) return FLASHCL_SUCCESS;
         if (!k->ordered) return fc_choose_legacy(ctx, desc, p);
         fc_plan_ordered(p, k, desc->x_dtype, rows, cols);
         return FLASHCL_SUCCESS;
@@ -295,7 +307,7 @@ flashcl_status fc_softmax_choose_plan(const fc_cl_context *ctx, const fc_softmax
      * split's 32 KiB slices leave most of the device idle (H100, 2026-11-25, ms, cooperative
      * against ordered: 3 x 1000003 f16 0.030 vs 0.041, 4 x 1M 0.0163-0.0165 vs 0.0188-0.0191,
      * 2 x 1M 0.0139 vs 0.0153; from 16 rows the ordered split wins, 16 x 1M 0.0387 vs 0.0442). */
-    if (dev->is_gpu && fc_plan_coop(p, dev, k, desc->x_dtype, cols) &&
+    if (dev->is_gpu && fc_plan_coop(p, dev, k, desc) &&
         (desc->x_dtype == FLASHCL_F32 || p->slices <= 64 || rows <= 4 || !k->ordered))
         return FLASHCL_SUCCESS;
     memset(p, 0, sizeof *p);

@@ -25,6 +25,8 @@ typedef struct fc_plan {
     unsigned slices;        /* split rows: slices per row */
     cl_ulong lag;           /* ordered: partial items between a slice's two items (>= slices) */
     int reverse;            /* ordered: normalise a row's slices from the last one back */
+    int shifted;            /* cooperative: rows not 16-byte aligned, in their shifted layout
+                               (cl/softmax_cooperative.cl; the kernel's vec = 2) */
 } fc_plan;
 
 static inline size_t fc_dtype_bytes(flashcl_dtype dt)
@@ -36,6 +38,18 @@ static inline size_t fc_dtype_bytes(flashcl_dtype dt)
 static inline size_t fc_chunk_elems(flashcl_dtype dt)
 {
     return 16 / fc_dtype_bytes(dt);
+}
+
+/* Whether every row of x and y starts on a 16-byte chunk (buffers start aligned), which the
+ * kernels' 16-byte accesses need; else they go element by element, or shifted (fc_plan). */
+static inline int fc_softmax_rows_aligned(const fc_softmax_desc *desc)
+{
+    const uint64_t chunk = fc_chunk_elems(desc->x_dtype);
+    const uint64_t x_off = desc->x_offset / fc_dtype_bytes(desc->x_dtype);
+    const uint64_t y_off = desc->y_offset / fc_dtype_bytes(desc->y_dtype);
+    return x_off % chunk == 0 && y_off % chunk == 0 &&
+           (desc->rows == 1 || ((uint64_t)desc->x_row_stride % chunk == 0 &&
+                                (uint64_t)desc->y_row_stride % chunk == 0));
 }
 
 /* Fills *p for one validated request; FLASHCL_UNSUPPORTED when a forced variant cannot run the

@@ -2,8 +2,9 @@
  * itself (dlopen, tests/cuda/cuda_driver.h), uploads with cuMemcpyHtoD, wraps the memory with
  * flashcl_buffer_wrap_cuda, runs flashcl_softmax on a stream of its own set with
  * flashcl_context_set_cuda_stream, waits on that stream, downloads with cuMemcpyDtoH and checks
- * every element against host_ref; the split-held softmax as clusters and as tickets, holding
- * 16-bit inputs as bits or as f32, must agree bit for bit. Without a CUDA device it prints "SKIP: ..." and exits 77. */
+ * every element against host_ref (unaligned rows too, which the split-held kernel holds in their
+ * shifted layout); the split-held softmax as clusters and as tickets, holding 16-bit inputs as
+ * bits or as f32, must agree bit for bit. Without a CUDA device it prints "SKIP: ..." and exits 77. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -84,10 +85,10 @@ static int value_ok(flashcl_dtype dt, float got, double ref, int log) {
 }
 
 /* Every element of y (rows x cols, row stride `stride`, starting at element `offset` of x_host and
- * y_host) against host_ref's softmax of x; `what` names the case in a failure. */
+ * `y_offset` of y_host) against host_ref's softmax of x; `what` names the case in a failure. */
 static void check_rows(flashcl_dtype xt, const void *x_host, flashcl_dtype yt, const void *y_host,
-                       int64_t rows, int64_t cols, int64_t stride, size_t offset, float scale,
-                       int log, const char *what) {
+                       int64_t rows, int64_t cols, int64_t stride, size_t offset, size_t y_offset,
+                       float scale, int log, const char *what) {
     float *row = malloc((size_t)cols * sizeof *row);
     double *ref = malloc((size_t)cols * sizeof *ref);
     assert_non_null(row);
@@ -97,7 +98,7 @@ static void check_rows(flashcl_dtype xt, const void *x_host, flashcl_dtype yt, c
             row[j] = host_ref_load(xt, x_host, offset + (size_t)(r * stride + j));
         host_ref_softmax_row(row, ref, cols, scale, log);
         for (int64_t j = 0; j < cols; j++) {
-            const float got = host_ref_load(yt, y_host, offset + (size_t)(r * stride + j));
+            const float got = host_ref_load(yt, y_host, y_offset + (size_t)(r * stride + j));
             if (!value_ok(yt, got, ref[j], log))
                 fail_msg("%s: y[%lld][%lld] = %.9g, reference %.9g", what, (long long)r,
                          (long long)j, (double)got, ref[j]);
@@ -115,6 +116,7 @@ typedef struct sm_case {
     float scale;
     int log, in_place, special;
     flashcl_softmax_variant variant;
+    size_t y_shift; /* y's view starts this many elements later than x's (not in place) */
 } sm_case;
 
 /* Row r of the input: random in [-8, 8), or with `special` rows of torch's special cases. */
@@ -138,7 +140,7 @@ static void fill_row(float *row, int64_t cols, int64_t r, int special, uint64_t 
 static void run_case(const sm_case *c) {
     const size_t xs = host_ref_dtype_size(c->xt), ys = host_ref_dtype_size(c->yt);
     const int64_t stride = c->cols + c->pad;
-    const size_t elems = c->offset + (size_t)(stride * (c->rows - 1) + c->cols);
+    const size_t elems = c->offset + c->y_shift + (size_t)(stride * (c->rows - 1) + c->cols);
     unsigned char *x_host = malloc(elems * xs), *y_host = malloc(elems * ys);
     float *row = malloc((size_t)c->cols * sizeof *row);
     char what[128];
@@ -170,7 +172,7 @@ static void run_case(const sm_case *c) {
     x.buffer = xb, x.offset = c->offset * xs, x.dtype = c->xt, x.ndim = 2;
     x.shape[0] = c->rows, x.shape[1] = c->cols, x.strides[0] = stride, x.strides[1] = 1;
     y = x;
-    y.buffer = yb, y.dtype = c->yt, y.offset = c->offset * ys;
+    y.buffer = yb, y.dtype = c->yt, y.offset = (c->offset + c->y_shift) * ys;
 
     st = flashcl_softmax(g_ctx, &params, &x, &y);
     if (st != FLASHCL_SUCCESS) fail_msg("flashcl_softmax: %s", flashcl_last_error());
@@ -183,8 +185,18 @@ static void run_case(const sm_case *c) {
     snprintf(what, sizeof what, "%s->%s %lldx%lld variant %d log %d", host_ref_dtype_name(c->xt),
              host_ref_dtype_name(c->yt), (long long)c->rows, (long long)c->cols, (int)c->variant,
              c->log);
-    check_rows(c->xt, x_host, c->yt, y_host, c->rows, c->cols, stride, c->offset, c->scale, c->log,
-               what);
+    check_rows(c->xt, x_host, c->yt, y_host, c->rows, c->cols, stride, c->offset,
+               c->offset + c->y_shift, c->scale, c->log, what);
+    /* Nothing outside y's rows written: the poison (or in place, x's padding) is still there. */
+    for (size_t e = 0; e < elems; e++) {
+        const size_t first = c->offset + (c->in_place ? 0 : c->y_shift);
+        if (e >= first && (int64_t)((e - first) % (size_t)stride) < c->cols &&
+            (int64_t)((e - first) / (size_t)stride) < c->rows)
+            continue;
+        for (size_t b = 0; b < ys; b++)
+            if (y_host[e * ys + b] != (c->in_place ? x_host[e * xs + b] : 0xff))
+                fail_msg("%s: element %zu of y's buffer, outside its rows, was written", what, e);
+    }
     device_free(x_dev); /* the buffers are gone; the memory must still be the test's */
     if (!c->in_place) device_free(y_dev);
     free(x_host), free(y_host), free(row);
@@ -210,52 +222,62 @@ static void test_device_info(void **state) {
 
 static void test_softmax_on_wrapped_memory(void **state) {
     static const sm_case cases[] = {
-        /* xt, yt, rows, cols, pad, offset, scale, log, in_place, special, variant */
-        {FLASHCL_F32, FLASHCL_F32, 37, 1000, 0, 0, 1.0f, 0, 0, 0, FLASHCL_SOFTMAX_AUTO},
-        {FLASHCL_F32, FLASHCL_F32, 14, 777, 3, 1, 0.5f, 1, 0, 1, FLASHCL_SOFTMAX_AUTO},
-        {FLASHCL_F16, FLASHCL_BF16, 64, 4096, 8, 0, 0.125f, 1, 0, 0, FLASHCL_SOFTMAX_AUTO},
-        {FLASHCL_BF16, FLASHCL_F32, 129, 33, 0, 0, 1.0f, 0, 0, 1, FLASHCL_SOFTMAX_AUTO},
-        {FLASHCL_F16, FLASHCL_F16, 100, 2048, 0, 0, 1.0f, 0, 1, 1, FLASHCL_SOFTMAX_AUTO},
-        {FLASHCL_F32, FLASHCL_F16, 7, 1, 0, 0, 1.0f, 0, 0, 0, FLASHCL_SOFTMAX_AUTO},
-        {FLASHCL_F32, FLASHCL_F32, 5, 40000, 0, 0, 1.0f, 0, 0, 1, FLASHCL_SOFTMAX_AUTO},
-        {FLASHCL_F32, FLASHCL_F32, 9, 30000, 0, 0, 1.0f, 1, 0, 1, FLASHCL_SOFTMAX_ROW_IN_REGISTERS},
-        {FLASHCL_BF16, FLASHCL_F16, 3, 100000, 5, 3, 2.0f, 0, 0, 1, FLASHCL_SOFTMAX_ONLINE_CHUNKED},
-        {FLASHCL_F32, FLASHCL_BF16, 4, 70001, 0, 0, 1.0f, 1, 0, 1, FLASHCL_SOFTMAX_SPLIT_ROW},
-        {FLASHCL_F16, FLASHCL_F32, 2, 3000000, 0, 0, 1.0f, 0, 0, 0, FLASHCL_SOFTMAX_SPLIT_ROW},
-        {FLASHCL_F32, FLASHCL_F32, 300, 50, 0, 0, -1.0f, 0, 1, 1, FLASHCL_SOFTMAX_SPLIT_ROW},
+        /* xt, yt, rows, cols, pad, offset, scale, log, in_place, special, variant, y_shift */
+        {FLASHCL_F32, FLASHCL_F32, 37, 1000, 0, 0, 1.0f, 0, 0, 0, FLASHCL_SOFTMAX_AUTO, 0},
+        {FLASHCL_F32, FLASHCL_F32, 14, 777, 3, 1, 0.5f, 1, 0, 1, FLASHCL_SOFTMAX_AUTO, 0},
+        {FLASHCL_F16, FLASHCL_BF16, 64, 4096, 8, 0, 0.125f, 1, 0, 0, FLASHCL_SOFTMAX_AUTO, 0},
+        {FLASHCL_BF16, FLASHCL_F32, 129, 33, 0, 0, 1.0f, 0, 0, 1, FLASHCL_SOFTMAX_AUTO, 0},
+        {FLASHCL_F16, FLASHCL_F16, 100, 2048, 0, 0, 1.0f, 0, 1, 1, FLASHCL_SOFTMAX_AUTO, 0},
+        {FLASHCL_F32, FLASHCL_F16, 7, 1, 0, 0, 1.0f, 0, 0, 0, FLASHCL_SOFTMAX_AUTO, 0},
+        {FLASHCL_F32, FLASHCL_F32, 5, 40000, 0, 0, 1.0f, 0, 0, 1, FLASHCL_SOFTMAX_AUTO, 0},
+        {FLASHCL_F32, FLASHCL_F32, 9, 30000, 0, 0, 1.0f, 1, 0, 1, FLASHCL_SOFTMAX_ROW_IN_REGISTERS, 0},
+        {FLASHCL_BF16, FLASHCL_F16, 3, 100000, 5, 3, 2.0f, 0, 0, 1, FLASHCL_SOFTMAX_ONLINE_CHUNKED, 0},
+        {FLASHCL_F32, FLASHCL_BF16, 4, 70001, 0, 0, 1.0f, 1, 0, 1, FLASHCL_SOFTMAX_SPLIT_ROW, 0},
+        {FLASHCL_F16, FLASHCL_F32, 2, 3000000, 0, 0, 1.0f, 0, 0, 0, FLASHCL_SOFTMAX_SPLIT_ROW, 0},
+        {FLASHCL_F32, FLASHCL_F32, 300, 50, 0, 0, -1.0f, 0, 1, 1, FLASHCL_SOFTMAX_SPLIT_ROW, 0},
         /* the staged kernel: a row per chunk over several rounds (next item in flight), with a
          * partial last vector; many chunks per row, in place; several rounds of chunks */
-        {FLASHCL_F16, FLASHCL_F16, 396, 30003, 5, 0, 1.0f, 0, 0, 1, FLASHCL_SOFTMAX_AUTO},
-        {FLASHCL_F16, FLASHCL_F32, 290, 24000, 0, 0, 0.5f, 1, 0, 0, FLASHCL_SOFTMAX_AUTO},
-        {FLASHCL_BF16, FLASHCL_BF16, 3, 50003, 5, 0, 1.0f, 1, 0, 1, FLASHCL_SOFTMAX_AUTO},
-        {FLASHCL_F32, FLASHCL_F32, 6, 300001, 3, 0, 0.5f, 0, 1, 1, FLASHCL_SOFTMAX_AUTO},
-        {FLASHCL_BF16, FLASHCL_F16, 200, 40000, 0, 0, 1.0f, 0, 0, 1, FLASHCL_SOFTMAX_SPLIT_ROW},
-        {FLASHCL_F32, FLASHCL_BF16, 150, 70000, 0, 0, 1.0f, 1, 0, 1, FLASHCL_SOFTMAX_AUTO},
+        {FLASHCL_F16, FLASHCL_F16, 396, 30003, 5, 0, 1.0f, 0, 0, 1, FLASHCL_SOFTMAX_AUTO, 0},
+        {FLASHCL_F16, FLASHCL_F32, 290, 24000, 0, 0, 0.5f, 1, 0, 0, FLASHCL_SOFTMAX_AUTO, 0},
+        {FLASHCL_BF16, FLASHCL_BF16, 3, 50003, 5, 0, 1.0f, 1, 0, 1, FLASHCL_SOFTMAX_AUTO, 0},
+        {FLASHCL_F32, FLASHCL_F32, 6, 300001, 3, 0, 0.5f, 0, 1, 1, FLASHCL_SOFTMAX_AUTO, 0},
+        {FLASHCL_BF16, FLASHCL_F16, 200, 40000, 0, 0, 1.0f, 0, 0, 1, FLASHCL_SOFTMAX_SPLIT_ROW, 0},
+        {FLASHCL_F32, FLASHCL_BF16, 150, 70000, 0, 0, 1.0f, 1, 0, 1, FLASHCL_SOFTMAX_AUTO, 0},
         /* chunks longer than the staged kernel's buffers (the rest read twice): two buffers,
          * one buffer */
-        {FLASHCL_F32, FLASHCL_F32, 2, 4000001, 3, 0, 1.0f, 0, 0, 1, FLASHCL_SOFTMAX_AUTO},
-        {FLASHCL_F16, FLASHCL_BF16, 2, 9000000, 0, 0, 1.0f, 1, 0, 0, FLASHCL_SOFTMAX_AUTO},
-        {FLASHCL_F32, FLASHCL_F32, 2, 8388608, 0, 0, 1.0f, 0, 1, 1, FLASHCL_SOFTMAX_AUTO},
+        {FLASHCL_F32, FLASHCL_F32, 2, 4000001, 3, 0, 1.0f, 0, 0, 1, FLASHCL_SOFTMAX_AUTO, 0},
+        {FLASHCL_F16, FLASHCL_BF16, 2, 9000000, 0, 0, 1.0f, 1, 0, 0, FLASHCL_SOFTMAX_AUTO, 0},
+        {FLASHCL_F32, FLASHCL_F32, 2, 8388608, 0, 0, 1.0f, 0, 1, 1, FLASHCL_SOFTMAX_AUTO, 0},
         /* 16-bit register rows with 32 items per thread (b128x32, b256x32) */
-        {FLASHCL_BF16, FLASHCL_BF16, 70, 4000, 0, 0, 1.0f, 0, 0, 1, FLASHCL_SOFTMAX_AUTO},
-        {FLASHCL_F16, FLASHCL_F16, 70, 8192, 0, 0, 1.0f, 1, 0, 1, FLASHCL_SOFTMAX_ROW_IN_REGISTERS},
+        {FLASHCL_BF16, FLASHCL_BF16, 70, 4000, 0, 0, 1.0f, 0, 0, 1, FLASHCL_SOFTMAX_AUTO, 0},
+        {FLASHCL_F16, FLASHCL_F16, 70, 8192, 0, 0, 1.0f, 1, 0, 1, FLASHCL_SOFTMAX_ROW_IN_REGISTERS, 0},
         /* split-held slices: 16 per row (ticketed), 8 and 5 (a cluster per row, the last with a
          * tail) */
-        {FLASHCL_F16, FLASHCL_F16, 9, 131072, 0, 0, 1.0f, 0, 0, 1, FLASHCL_SOFTMAX_AUTO},
-        {FLASHCL_BF16, FLASHCL_F16, 11, 65536, 0, 0, 1.0f, 1, 0, 1, FLASHCL_SOFTMAX_AUTO},
-        {FLASHCL_F32, FLASHCL_BF16, 8, 32771, 2, 1, 0.5f, 1, 0, 1, FLASHCL_SOFTMAX_AUTO},
+        {FLASHCL_F16, FLASHCL_F16, 9, 131072, 0, 0, 1.0f, 0, 0, 1, FLASHCL_SOFTMAX_AUTO, 0},
+        {FLASHCL_BF16, FLASHCL_F16, 11, 65536, 0, 0, 1.0f, 1, 0, 1, FLASHCL_SOFTMAX_AUTO, 0},
+        {FLASHCL_F32, FLASHCL_BF16, 8, 32771, 2, 1, 0.5f, 1, 0, 1, FLASHCL_SOFTMAX_AUTO, 0},
         /* 16-bit rows of 8193..32768 columns held whole as their bits (one slice, no
          * exchange): the wide kernel past 16384 columns (full rows; rows that leave most
          * threads without a vector, in place), the 256-thread one up to 16384 */
-        {FLASHCL_F16, FLASHCL_F16, 13, 32768, 0, 0, 1.0f, 0, 0, 1, FLASHCL_SOFTMAX_AUTO},
-        {FLASHCL_BF16, FLASHCL_BF16, 5, 16392, 8, 0, 1.0f, 0, 1, 1, FLASHCL_SOFTMAX_AUTO},
-        {FLASHCL_F16, FLASHCL_F32, 21, 16384, 0, 0, 0.25f, 1, 0, 1, FLASHCL_SOFTMAX_AUTO},
-        {FLASHCL_BF16, FLASHCL_F16, 4, 8200, 0, 0, -1.0f, 0, 0, 1, FLASHCL_SOFTMAX_AUTO},
+        {FLASHCL_F16, FLASHCL_F16, 13, 32768, 0, 0, 1.0f, 0, 0, 1, FLASHCL_SOFTMAX_AUTO, 0},
+        {FLASHCL_BF16, FLASHCL_BF16, 5, 16392, 8, 0, 1.0f, 0, 1, 1, FLASHCL_SOFTMAX_AUTO, 0},
+        {FLASHCL_F16, FLASHCL_F32, 21, 16384, 0, 0, 0.25f, 1, 0, 1, FLASHCL_SOFTMAX_AUTO, 0},
+        {FLASHCL_BF16, FLASHCL_F16, 4, 8200, 0, 0, -1.0f, 0, 0, 1, FLASHCL_SOFTMAX_AUTO, 0},
         /* the split-held bits kernel's max taken on the bits (scale >= 0: the max, below: the
          * min), with each output dtype: negative scales, a bf16 and an f16 row of slices */
-        {FLASHCL_F16, FLASHCL_BF16, 7, 65536, 0, 0, -0.7f, 0, 0, 1, FLASHCL_SOFTMAX_AUTO},
-        {FLASHCL_BF16, FLASHCL_F32, 6, 98304, 8, 0, -2.5f, 1, 0, 1, FLASHCL_SOFTMAX_AUTO},
-        {FLASHCL_F16, FLASHCL_F16, 5, 49160, 0, 0, 3.0f, 0, 1, 1, FLASHCL_SOFTMAX_AUTO},
+        {FLASHCL_F16, FLASHCL_BF16, 7, 65536, 0, 0, -0.7f, 0, 0, 1, FLASHCL_SOFTMAX_AUTO, 0},
+        {FLASHCL_BF16, FLASHCL_F32, 6, 98304, 8, 0, -2.5f, 1, 0, 1, FLASHCL_SOFTMAX_AUTO, 0},
+        {FLASHCL_F16, FLASHCL_F16, 5, 49160, 0, 0, 3.0f, 0, 1, 1, FLASHCL_SOFTMAX_AUTO, 0},
+        /* split-held rows that do not start 16-byte aligned, in their shifted layout: 50257
+         * columns put row r's start r elements (mod 8) past a boundary, so 9 rows take every
+         * head; a view offset, log, f32 out; f32 rows (heads mod 4) into f16; in place; y
+         * shifted against x (its vector stores misaligned: element stores) */
+        {FLASHCL_F16, FLASHCL_F16, 9, 50257, 0, 0, 1.0f, 0, 0, 1, FLASHCL_SOFTMAX_AUTO, 0},
+        {FLASHCL_BF16, FLASHCL_F32, 9, 50257, 0, 1, 0.5f, 1, 0, 1, FLASHCL_SOFTMAX_AUTO, 0},
+        {FLASHCL_F32, FLASHCL_F16, 6, 40001, 3, 1, -1.0f, 0, 0, 1, FLASHCL_SOFTMAX_AUTO, 0},
+        {FLASHCL_F16, FLASHCL_F16, 5, 70001, 0, 3, 1.0f, 0, 1, 1, FLASHCL_SOFTMAX_AUTO, 0},
+        {FLASHCL_F16, FLASHCL_BF16, 9, 50257, 0, 0, 2.0f, 1, 0, 1, FLASHCL_SOFTMAX_AUTO, 3},
+        {FLASHCL_F32, FLASHCL_F32, 5, 65539, 0, 2, 1.0f, 0, 0, 1, FLASHCL_SOFTMAX_SPLIT_ROW, 1},
     };
     (void)state;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(&cases[i]);
@@ -352,7 +374,7 @@ static void test_split_held_kernels_agree(void **state) {
             if (memcmp(y_first, y_host, y_bytes) != 0)
                 fail_msg("%s: the split-held kernel's bits differ after kernel and host "
                          "clearing (%s)", what, names[kernel]);
-            check_rows(xt, x_host, yt, y_first, rows, cols, cols, 0, shapes[s].scale,
+            check_rows(xt, x_host, yt, y_first, rows, cols, cols, 0, 0, shapes[s].scale,
                        shapes[s].log, what);
             /* the one-ticket kernel of the pipelined one's holder: AUTO's for 16-bit inputs
              * (bits held where the rows allow, else f32-held as the pipelined one falls back
