@@ -205,15 +205,35 @@ FC_INLINE void fc_stream_normalize(const int xdt, const int ydt, const __global 
 #define FC_REG_J(c) (begin + n * (lane + (c) * team))
 #define FC_REG_COMPLETE(c) (begin + n * team * ((c) + 1) <= end)
 
-/* `all` (a literal): the caller knows every chunk is complete. */
+/* Chunk 0 of a row from element `low` on (0 < low < n), element by element; the elements
+ * before it, which lie before the row (a shifted row, see fc_rows_held), are 0 bits and not
+ * read. */
+FC_INLINE uint4 fc_chunk_load_from(const int dt, const __global void *row, uint low, uint end)
+{
+    const uint n = FC_CHUNK(dt);
+    uint4 r = (uint4)(0u);
+    for (uint e = low; e < n && e < end; ++e) {
+        const uint bits = fc_load_bits(dt, row, e);
+        if (dt == FC_F32)
+            r = fc_set_word(r, e, bits);
+        else
+            r = fc_set_word(r, e >> 1, fc_word(r, e >> 1) | (bits << (16 * (e & 1))));
+    }
+    return r;
+}
+
+/* `all` (a literal): the caller knows every chunk is complete. Elements before `low` (< n, so
+ * only in a chunk at element 0) are not read: fc_chunk_load_from. */
 FC_INLINE void fc_reg_load(const int dt, uint4 *raw, const uint chunks, const __global void *row,
-                           uint begin, uint end, uint lane, uint team, int vec, const int all)
+                           uint begin, uint end, uint lane, uint team, int vec, const int all,
+                           uint low)
 {
     const uint n = FC_CHUNK(dt);
 #pragma unroll
     for (uint c = 0; c < chunks; ++c)
-        raw[c] = all || FC_REG_COMPLETE(c) ? fc_chunk_load_all(dt, row, FC_REG_J(c), vec)
-                                           : fc_chunk_load(dt, row, FC_REG_J(c), end, vec);
+        raw[c] = c == 0 && FC_REG_J(0) < low ? fc_chunk_load_from(dt, row, low, end)
+                 : all || FC_REG_COMPLETE(c) ? fc_chunk_load_all(dt, row, FC_REG_J(c), vec)
+                                             : fc_chunk_load(dt, row, FC_REG_J(c), end, vec);
 }
 
 FC_INLINE float fc_reg_max(const int dt, const uint4 *raw, const uint chunks, float scale,
@@ -284,7 +304,7 @@ FC_INLINE void fc_rows_in_registers(const int xdt, const int ydt, const __global
     uint4 raw[FC_RIR_CHUNKS];
 
     fc_reg_load(xdt, raw, FC_RIR_CHUNKS, fc_row(xdt, x, x_off + row * x_stride), 0, end, lane,
-                team, vec, 0);
+                team, vec, 0, 0u);
     const float m = fc_team_max(fc_reg_max(xdt, raw, FC_RIR_CHUNKS, scale, 0, end, lane, team),
                                 team, scratch);
     const float d = fc_team_sum(fc_reg_sum(xdt, raw, FC_RIR_CHUNKS, scale, m, !log_mode, 0, end,
@@ -312,30 +332,35 @@ FC_INLINE void fc_rows_in_registers(const int xdt, const int ydt, const __global
  * bounds test or mask is compiled in. */
 FC_INLINE float fc_held_load_as(const int dt, float4 *v, const uint elems,
                                 const __global void *row, uint begin, uint end, uint lane,
-                                uint team, float scale, int vec, const int all)
+                                uint team, float scale, int vec, const int all, uint low)
 {
     const uint n = FC_CHUNK(dt), chunks = elems / n;
     uint4 raw[FC_HELD_MAX / 4];
-    fc_reg_load(dt, raw, chunks, row, begin, end, lane, team, vec, all);
+    fc_reg_load(dt, raw, chunks, row, begin, end, lane, team, vec, all, low);
     float m = -INFINITY;
 #pragma unroll
     for (uint c = 0; c < chunks; ++c)
         for (uint h = 0; h < n / 4; ++h) {
-            v[c * (n / 4) + h] =
-                fc_quad_s(dt, raw[c], h, scale, FC_REG_J(c), end, all || FC_REG_COMPLETE(c));
-            m = fmax(m, fc_max4(v[c * (n / 4) + h]));
+            float4 s = fc_quad_s(dt, raw[c], h, scale, FC_REG_J(c), end, all || FC_REG_COMPLETE(c));
+            if (c == 0 && FC_REG_J(0) < low)
+                s = fc_mask_below4(s, 4 * h, low);
+            v[c * (n / 4) + h] = s;
+            m = fmax(m, fc_max4(s));
         }
     return m;
 }
 
 /* fc_held_load_as, with the complete case (the usual one: team-sized multiples) compiled on
- * its own: per element, the bounds-tested form costs a select and each chunk a branch. */
+ * its own: per element, the bounds-tested form costs a select and each chunk a branch. Elements
+ * before `low` (< FC_CHUNK: only in a chunk at element 0, the first of a shifted row) are not
+ * read and hold -inf. */
 FC_INLINE float fc_held_load(const int dt, float4 *v, const uint elems, const __global void *row,
-                             uint begin, uint end, uint lane, uint team, float scale, int vec)
+                             uint begin, uint end, uint lane, uint team, float scale, int vec,
+                             uint low)
 {
     if (begin + team * elems <= end)
-        return fc_held_load_as(dt, v, elems, row, begin, end, lane, team, scale, vec, 1);
-    return fc_held_load_as(dt, v, elems, row, begin, end, lane, team, scale, vec, 0);
+        return fc_held_load_as(dt, v, elems, row, begin, end, lane, team, scale, vec, 1, low);
+    return fc_held_load_as(dt, v, elems, row, begin, end, lane, team, scale, vec, 0, low);
 }
 
 /* sum(exp(v - ref)); unless log_mode the exps replace v (to be written as ydt). */
@@ -385,16 +410,24 @@ FC_INLINE void fc_rows_held(const int xdt, const int ydt, const uint elems, cons
 {
     const uint begin = 0, lid = get_local_id(0), lane = lid & (team - 1u);
     const ulong row = (ulong)get_group_id(0) * (get_local_size(0) / team) + lid / team;
-    const uint end = row < rows ? cols : 0u;
+    const ulong x_at = x_off + row * x_stride, y_at = y_off + row * y_stride;
+    const uint n = FC_CHUNK(xdt);
+    /* vec == 2: rows not 16-byte aligned in their shifted layout, as in the cooperative split
+     * row (cl/softmax_cooperative.cl): head elements before the row, the host having sized the
+     * team for cols + n - 1; only lane 0's first chunk reaches before the row, and those
+     * elements are neither read nor written. */
+    const uint head = vec == 2 && row < rows ? (uint)(x_at % n) : 0u;
+    const int y_vec = vec == 1 || (vec == 2 && (y_at - head) % (ydt == FC_F32 ? 4u : n) == 0);
+    const uint end = row < rows ? cols + head : 0u;
     float4 v[FC_HELD_MAX / 4];
 
-    float m = fc_held_load(xdt, v, elems, fc_row(xdt, x, x_off + row * x_stride), begin, end,
-                           lane, team, scale, vec);
+    float m = fc_held_load(xdt, v, elems, fc_row(xdt, x, x_at - head), begin, end, lane, team,
+                           scale, vec != 0, head);
     m = fc_team_max(m, team, scratch);
     /* exp(v - m), not exp(v - fc_md_ref(m)): an all -inf row must give NaN. */
     const float d = fc_team_sum(fc_held_exp_sum(ydt, v, elems, m, log_mode), team, scratch);
-    fc_held_store(xdt, ydt, v, elems, fc_row_w(ydt, y, y_off + row * y_stride), begin, end, lane,
-                  team, vec, log_mode, m, 1.0f / d, log(d), 0u);
+    fc_held_store(xdt, ydt, v, elems, fc_row_w(ydt, y, y_at - head), begin, end, lane, team,
+                  y_vec, log_mode, m, 1.0f / d, log(d), head);
 }
 
 /* ---- online chunked: work-groups loop over rows, one row at a time ------------------------- */

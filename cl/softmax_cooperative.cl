@@ -96,8 +96,8 @@ FC_INLINE void fc_split_row_cooperative(const int xdt, const int ydt, const __gl
     /* vec == 2: rows that do not start 16-byte aligned, in their shifted layout: columns counted
      * from the chunk boundary at or before the row, `head` elements before it, so that every
      * whole chunk is one 16-byte access (the host plans the slices over cols + n - 1). Only the
-     * first chunk of slice 0's first item reaches before the row: its load reads those elements
-     * of the buffer (x_at - head >= 0), which are then masked, and its store skips them. y takes
+     * first chunk of slice 0's first item reaches before the row, and its load and store skip
+     * those elements (fc_held_load, fc_held_store: they hold -inf). y takes
      * vector stores where x's head leaves its row aligned for them (x and y one element offset
      * and stride apart: always), else element stores. */
     const uint head = vec == 2 ? (uint)(x_at % n) : 0u;
@@ -109,17 +109,8 @@ FC_INLINE void fc_split_row_cooperative(const int xdt, const int ydt, const __gl
 
     /* The exps are taken against this work-item's own max, so no reduction stands between the
      * loads and the exps; the store rescales them by e^(m_own - M) / D. */
-    float m_own = fc_held_load(xdt, v, elems, fc_row(xdt, x, x_at - head), begin, end, lid,
-                               width, scale, x_vec);
-    if (head && begin == 0 && lid == 0) {
-        /* elements 0 .. head - 1 of the first chunk lie before the row */
-        v[0] = fc_mask_below4(v[0], 0u, head);
-        if (n == 8)
-            v[1] = fc_mask_below4(v[1], 4u, head);
-        m_own = -INFINITY;
-        for (uint q = 0; q < elems / 4; ++q)
-            m_own = fmax(m_own, fc_max4(v[q]));
-    }
+    const float m_own = fc_held_load(xdt, v, elems, fc_row(xdt, x, x_at - head), begin, end,
+                                     lid, width, scale, x_vec, head);
     const float d_own = fc_held_exp_sum(ydt, v, elems, fc_md_ref(m_own), log_mode);
 #if defined(FC_HAVE_WARP_STEPS)
     /* The slice's (m, d), needed by every item only when the row is one slice (else by the

@@ -199,7 +199,8 @@ FC_DEVICE void finish_values(float *v, bool log, float m, float factor, float lo
 
 /* ---- row in registers: one read, one write --------------------------------------------------- */
 
-/* Groups of G threads each own one row; a block holds BLOCK / G groups. Deliberately no row
+/* Groups of G threads each own one row (with a.shifted in its shifted layout, the host having
+ * picked a configuration that covers it); a block holds BLOCK / G groups. Deliberately no row
  * loop: with one, ptxas keeps loop state beside the 32 values and spills at the 64-register cap,
  * so the grid covers the rows instead (2-D when it exceeds gridDim.x). Rows past the end inside
  * a block are processed as empty, so every lane takes part in every shuffle and barrier. */
@@ -214,16 +215,43 @@ __device__ void softmax_rows(const fc_softmax_args &a) {
     const int64_t row = block * GROUPS + threadIdx.x / G;
     const int64_t cols = row < a.rows ? a.cols : 0;
     float v[N];
-    load_slice<DT, G, NV>(row_ptr(a.x, row, a.x_stride, dtype_io<DT>::bytes), 0, cols, t,
-                          a.x_vec_ok, a.scale, v);
+    /* Shifted rows (a.shifted) count their columns from the 16-byte boundary before them: head
+     * columns lie before the row, [head, head + cols) is the row. Else head is 0. Worked out
+     * again for the store rather than kept through the reductions. */
+    const auto head_of = [&]() -> int {
+        const char *x_row = row_ptr(a.x, row, a.x_stride, dtype_io<DT>::bytes);
+        return a.shifted && row < a.rows
+                   ? (int)((reinterpret_cast<uintptr_t>(x_row) & 15u) / dtype_io<DT>::bytes)
+                   : 0;
+    };
+    {
+        /* thread 0's first vector, shifted, starts before the row: it is loaded whole (the
+         * 16-byte block holding the row's first element lies in the row's allocation) and its
+         * elements before the row are set to -inf, which keeps the per-vector bounds logic out
+         * of the loads (with it the f32 x32 configurations spilled on sm_89) */
+        const int head = head_of();
+        load_slice<DT, G, NV>(
+            row_ptr(a.x, row, a.x_stride, dtype_io<DT>::bytes) - head * dtype_io<DT>::bytes, 0,
+            cols + head, t, a.x_vec_ok || a.shifted, a.scale, v);
+        if (t == 0) {
+#pragma unroll
+            for (int e = 0; e < VEC; e++) v[e] = e < head ? -INFINITY : v[e];
+        }
+    }
     float m = -INFINITY;
 #pragma unroll
     for (int i = 0; i < N; i++) m = fmaxf(m, v[i]);
     m = group_max<G>(m, max_slots);
     const float d = exp_and_sum<DT, G, N>(v, m, log, sum_slots);
     finish_values<N>(v, log, m, 1.0f / d, log ? logf(d) : 0.0f);
-    store_slice<VEC, G, NV, false>(row_ptr(a.y, row, a.y_stride, a.y_dtype == FC_F32 ? 4 : 2), 0,
-                                   cols, t, a.y_dtype, a.y_vec_ok, v);
+    /* y in x's layout: shifted, its vector stores need the boundary x's head puts before y's row
+     * aligned for them (it is when x and y share offset and stride), else element stores */
+    const int head = head_of(), y_bytes = a.y_dtype == FC_F32 ? 4 : 2;
+    char *y_row = row_ptr(a.y, row, a.y_stride, y_bytes) - head * y_bytes;
+    const unsigned y_align = VEC * y_bytes < 16 ? VEC * y_bytes : 16;
+    const bool y_ok =
+        a.shifted ? reinterpret_cast<uintptr_t>(y_row) % y_align == 0 : a.y_vec_ok != 0;
+    store_slice<VEC, G, NV, false, true>(y_row, 0, cols + head, t, a.y_dtype, y_ok, v, head);
 }
 
 /* ---- resident split: rows longer than a block spread over co-resident blocks, read once ------ */

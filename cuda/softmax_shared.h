@@ -32,7 +32,9 @@ typedef struct fc_softmax_args {
                                    chunk is read twice from global memory (the second time
                                    mostly from L2) */
     uint32_t clear_words, clear_per; /* split-held: see clear */
-    int32_t reserved;           /* keeps the size a multiple of 8 on both sides */
+    int32_t shifted;            /* row-in-registers: x rows not 16-byte aligned, held in their
+                                   shifted layout (cuda/softmax.cuh, shifted_row; the host
+                                   picks a configuration that covers cols + a vector - 1) */
 } fc_softmax_args;
 /* Both sides check this (static assertions in softmax.c and softmax.cuh). */
 #define FC_SOFTMAX_ARGS_BYTES 128

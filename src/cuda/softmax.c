@@ -43,8 +43,9 @@
  * one-ticket kernel; FLASHCL_CUDA_SOFTMAX_PIPELINE_SLICES=n sends split-held rows of at least
  * n slices to the pipelined kernel (by default rows of 32 or more, when they are more slices
  * than its grid's blocks);
- * FLASHCL_CUDA_SOFTMAX_NO_SHIFT=1 loads and stores unaligned split-held rows element by element,
- * as before the shifted layout;
+ * FLASHCL_CUDA_SOFTMAX_NO_SHIFT=1 loads and stores unaligned rows element by element in the
+ * split-held and register kernels, as before the shifted layout, which the register kernels
+ * take only with FLASHCL_CUDA_SOFTMAX_SHIFT_ROWS=1 for now (run_rows);
  * FLASHCL_CUDA_SOFTMAX_HELD_ROWS=0 keeps 16-bit rows of up to 32768 columns in the register
  * kernels (held_whole_rows);
  * FLASHCL_CUDA_SOFTMAX_TRACE=1 prints the plan of each call on stderr;
@@ -434,9 +435,32 @@ static flashcl_status launch(fc_cuda_context *ctx, CUfunction f, uint64_t blocks
     return FLASHCL_SUCCESS;
 }
 
+static int64_t row_capacity(int c) { return (int64_t)row_configs[c].group * row_configs[c].items; }
+
+/* Rows in registers. With FLASHCL_CUDA_SOFTMAX_SHIFT_ROWS=1 (off by default until the kernel's
+ * final form has run on a GPU: see below), rows of x that do not start 16-byte aligned run in
+ * their shifted layout (cuda/softmax.cuh: 16-byte loads and stores but for each row's first
+ * vector) in the configuration that covers cols + a vector - 1, where one does and it holds no
+ * more than the row's own configuration or the row is longer than 4096 columns; else, and with
+ * FLASHCL_CUDA_SOFTMAX_NO_SHIFT=1, element by element. The form measured below loaded the first
+ * vector element by element from the row's start; the final form (which does not spill on
+ * sm_89) loads it whole and sets what lies before the row to -inf, and was built but not yet
+ * run on a GPU (session 17 ran out of device time). H200, 2026-11-26, ms, against the
+ * element path in the same call (torch.softmax beside): 4096x32001 f16 0.184 against 0.673
+ * (torch 0.299), f32 0.287 against 0.660 (0.395); 8192x4097 f16 0.063 against 0.142 (0.116);
+ * 16384x1001 f16 0.0205 against 0.0664 (0.0333); 4096x16383 (twice the capacity shifted) f16
+ * 0.156 against 0.342 (0.208); but 32768x127 (256 against 128) f32 0.0172 against 0.0138
+ * (bench/results/2026-11-26-h200-s17-shifted-register-rows.txt). */
 static flashcl_status run_rows(fc_cuda_context *ctx, const fc_softmax_desc *d,
                                fc_softmax_args *a, int legacy) {
+    const int64_t shift = a->x_vec_ok || fc_env_flag("FLASHCL_CUDA_SOFTMAX_NO_SHIFT") ||
+                                  !fc_env_flag("FLASHCL_CUDA_SOFTMAX_SHIFT_ROWS")
+                              ? 0
+                              : 16 / (int64_t)dtype_bytes(d->x_dtype) - 1;
     int c = row_config(d->cols, d->x_dtype, legacy);
+    const int shifted = shift ? row_config(d->cols + shift, d->x_dtype, legacy) : -1;
+    a->shifted = shifted >= 0 && (row_capacity(shifted) == row_capacity(c) || d->cols > 4096);
+    if (a->shifted) c = shifted;
     uint64_t groups_per_block = (uint64_t)(row_configs[c].block / row_configs[c].group);
     return launch(ctx, ctx->kernels.softmax_rows[c][d->x_dtype],
                   ceil_div((uint64_t)d->rows, groups_per_block), (unsigned)row_configs[c].block, a,

@@ -560,8 +560,9 @@ flashcl_status fc_cl_softmax(void *vctx, const fc_softmax_desc *desc)
     const cl_ulong y_off = desc->y_offset / fc_dtype_bytes(desc->y_dtype);
     const cl_ulong x_stride = (cl_ulong)desc->x_row_stride, y_stride = (cl_ulong)desc->y_row_stride;
     const cl_ulong rows = (cl_ulong)desc->rows;
-    /* 16-byte chunk accesses need every row of x and y to start at a multiple of a chunk; the
-     * cooperative split row runs unaligned rows in their shifted layout instead (vec = 2). */
+    /* 16-byte chunk accesses need every row of x and y to start at a multiple of a chunk; rows
+     * held and the cooperative split row run unaligned rows in their shifted layout instead
+     * (vec = 2). */
     cl_int vec = fc_softmax_rows_aligned(desc);
     cl_ulong batch, row0;
     fc_plan p;
@@ -573,7 +574,7 @@ flashcl_status fc_cl_softmax(void *vctx, const fc_softmax_desc *desc)
                        (long long)desc->cols);
     st = fc_softmax_choose_plan(ctx, desc, &p);
     if (st != FLASHCL_SUCCESS) return st;
-    if (p.kind == FC_PLAN_COOP && p.shifted) vec = 2;
+    if (p.shifted) vec = 2; /* rows held or the cooperative split row, shifted */
     if (fc_env_flag("FLASHCL_SOFTMAX_TRACE")) {
         static const char *const names[] = {"rows_in_registers", "rows_held", "online_chunked",
                                             "split_row", "split_row_cooperative",

@@ -70,11 +70,19 @@ static int fc_plan_rir(fc_plan *p, const fc_softmax_kernels *k, flashcl_dtype x_
                         k->rir_group_wg, cols);
 }
 
+/* Whether rows that do not start on a 16-byte chunk take their shifted layout (rows held and
+ * the cooperative split row: cl/softmax.cl, cl/softmax_cooperative.cl), up to a chunk - 1 more
+ * columns; FLASHCL_SOFTMAX_NO_SHIFT=1 leaves them element by element (A/B). */
+static int fc_shifted(const fc_softmax_desc *desc)
+{
+    return !fc_softmax_rows_aligned(desc) && !fc_env_flag("FLASHCL_SOFTMAX_NO_SHIFT");
+}
+
 /* Rows held as floats: 8 elements per work-item while a row fits one warp-sized team (short
  * rows: twice the work-items of 16, more loads in flight), else 16; 16-bit input 32 where
  * built (the bytes per work-item of 16 f32 elements). */
-static int fc_plan_held(fc_plan *p, const fc_softmax_kernels *k, flashcl_dtype x_dtype,
-                        int64_t cols)
+static int fc_plan_held_cols(fc_plan *p, const fc_softmax_kernels *k, flashcl_dtype x_dtype,
+                             int64_t cols)
 {
     if (cols > 32 * 8 && x_dtype != FLASHCL_F32 && k->held32_max_wg &&
         !fc_env_flag("FLASHCL_SOFTMAX_NO_HELD32") &&
@@ -86,6 +94,26 @@ static int fc_plan_held(fc_plan *p, const fc_softmax_kernels *k, flashcl_dtype x
     if (!fc_plan_team(p, FC_PLAN_HELD, elems, k->held_max_wg, k->rir_group_wg, cols)) return 0;
     p->elems = elems;
     return 1;
+}
+
+/* Rows held, shifted rows (fc_shifted) planned a chunk - 1 longer where that fits and holds no
+ * more than the row's own plan or the row is longer than 4096 columns; else element by element.
+ * H200, NVIDIA OpenCL, 2026-11-26, ms, against element accesses in the same call (torch beside):
+ * 8192x4097 f16 0.082 against 0.146 (torch 0.116); 16384x1001 f16 0.0247 against 0.0673
+ * (0.0333); but 32768x127 (a team twice as wide shifted) f16 0.0226 against 0.0161
+ * (bench/results/2026-11-26-h200-s17-shifted-register-rows.txt). */
+static int fc_plan_held(fc_plan *p, const fc_softmax_kernels *k, const fc_softmax_desc *desc)
+{
+    const int64_t extra = (int64_t)fc_chunk_elems(desc->x_dtype) - 1;
+    fc_plan own;
+    memset(&own, 0, sizeof own);
+    if (fc_shifted(desc) && fc_plan_held_cols(p, k, desc->x_dtype, desc->cols + extra) &&
+        (desc->cols > 4096 || !fc_plan_held_cols(&own, k, desc->x_dtype, desc->cols) ||
+         (uint64_t)own.team * own.elems == (uint64_t)p->team * p->elems)) {
+        p->shifted = 1;
+        return 1;
+    }
+    return fc_plan_held_cols(p, k, desc->x_dtype, desc->cols);
 }
 
 /* Online chunked: a work-group per row, up to a few times what the device runs at once (the
@@ -141,13 +169,11 @@ static int fc_plan_coop(fc_plan *p, const fc_cl_device *dev, const fc_softmax_ke
 {
     const char *env = getenv("FLASHCL_SOFTMAX_COOP_WG");
     const flashcl_dtype x_dtype = desc->x_dtype;
-    /* Rows that do not start on a chunk run in their shifted layout, up to a chunk - 1 longer
-     * (FLASHCL_SOFTMAX_NO_SHIFT=1: element by element, for A/B). H200, NVIDIA OpenCL,
+    /* Rows that do not start on a chunk run in their shifted layout (fc_shifted). H200, NVIDIA OpenCL,
      * 2026-11-26, ms against element accesses in the same call: 4096x50257 f16 0.332 against
      * 0.850 (torch 0.350), bf16 0.338 against 1.022, f32 0.427 against 0.524; 512x50257 f16
      * 0.050 against 0.140 (torch 0.053) (bench/results/2026-11-26-h200-s17-shifted-rows.txt). */
-    const int shifted =
-        !fc_softmax_rows_aligned(desc) && !fc_env_flag("FLASHCL_SOFTMAX_NO_SHIFT");
+    const int shifted = fc_shifted(desc);
     const uint64_t ucols = (uint64_t)desc->cols + (shifted ? fc_chunk_elems(x_dtype) - 1 : 0);
     const uint64_t elems = k->coop_elems[x_dtype];
     size_t wg = env && atoi(env) >= 32 ? fc_ceil_pow2((size_t)atoi(env)) : 128;
@@ -262,7 +288,7 @@ flashcl_status fc_softmax_choose_plan(const fc_cl_context *ctx, const fc_softmax
 
     switch (desc->variant) {
     case FLASHCL_SOFTMAX_ROW_IN_REGISTERS:
-        if (fc_plan_held(p, k, desc->x_dtype, cols) || fc_plan_rir(p, k, desc->x_dtype, cols))
+        if (fc_plan_held(p, k, desc) || fc_plan_rir(p, k, desc->x_dtype, cols))
             return FLASHCL_SUCCESS;
         return fc_choose_legacy(ctx, desc, p); /* its message */
     case FLASHCL_SOFTMAX_SPLIT_ROW:
@@ -296,7 +322,7 @@ flashcl_status fc_softmax_choose_plan(const fc_cl_context *ctx, const fc_softmax
      * (2-core machine, 20000 x 7 f16, the rows under 16 columns it runs here) 1.01 ms against
      * 3.78-3.99. */
     if ((cols <= 8192 || rows >= (int64_t)dev->compute_units * (dev->is_gpu ? 2 : 4)) &&
-        (fc_plan_held(p, k, desc->x_dtype, cols) || fc_plan_rir(p, k, desc->x_dtype, cols)))
+        (fc_plan_held(p, k, desc) || fc_plan_rir(p, k, desc->x_dtype, cols)))
         return FLASHCL_SUCCESS;
     /* Longer rows on a GPU: held in registers by cooperating work-groups, one read. 16-bit rows
      * of more than 64 slices measured faster through the ordered split (H100, 2026-11-25, % of
