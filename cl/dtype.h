@@ -245,16 +245,15 @@ FC_INLINE float4 fc_chunk_quad(const int dt, uint4 r, uint h)
                     fc_chunk_elem(dt, r, 4 * h + 2), fc_chunk_elem(dt, r, 4 * h + 3));
 }
 
-/* The chunk at element j (a multiple of FC_CHUNK(dt)): one 16-byte load with `vec`, else one
- * load per element. Only elements before `end` are read; the others are 0 bits. */
-FC_INLINE uint4 fc_chunk_load(const int dt, const __global void *row, uint j, uint end, int vec)
+/* The chunk at element j (a multiple of FC_CHUNK(dt)), one load per element: only elements
+ * lo <= j + e < end are read, the others are 0 bits (lo is 0 but for the first chunk of a row in
+ * its shifted layout, whose elements before the row are not read: cl/softmax.cl). */
+FC_INLINE uint4 fc_chunk_gather(const int dt, const __global void *row, uint j, uint lo, uint end)
 {
     const uint n = FC_CHUNK(dt);
-    if (vec && j + n <= end)
-        return ((const __global uint4 *)row)[j / n];
     uint4 r = (uint4)(0u);
     for (uint e = 0; e < n; ++e) {
-        if (j + e < end) {
+        if (j + e >= lo && j + e < end) {
             const uint bits = fc_load_bits(dt, row, j + e);
             if (dt == FC_F32)
                 r = fc_set_word(r, e, bits);
@@ -263,6 +262,16 @@ FC_INLINE uint4 fc_chunk_load(const int dt, const __global void *row, uint j, ui
         }
     }
     return r;
+}
+
+/* The chunk at element j (a multiple of FC_CHUNK(dt)): one 16-byte load with `vec`, else one
+ * load per element. Only elements before `end` are read; the others are 0 bits. */
+FC_INLINE uint4 fc_chunk_load(const int dt, const __global void *row, uint j, uint end, int vec)
+{
+    const uint n = FC_CHUNK(dt);
+    if (vec && j + n <= end)
+        return ((const __global uint4 *)row)[j / n];
+    return fc_chunk_gather(dt, row, j, 0u, end);
 }
 
 /* 1 (NVIDIA PTX only): the 16-byte stores of fc_chunk_store_as(..., streaming = 1) are
@@ -284,6 +293,18 @@ FC_INLINE void fc_store16(__global uint4 *p, uint4 v, const int streaming)
     }
 #endif
     *p = v;
+}
+
+/* Stores the n = FC_CHUNK(xdt) values (q0, and q1 when n is 8) as ydt at element j of a row one
+ * element at a time, only those at lo <= j + e < end (lo: as in fc_chunk_gather). */
+FC_INLINE void fc_chunk_scatter(const int xdt, const int ydt, __global void *row, uint j, uint lo,
+                                uint end, float4 q0, float4 q1)
+{
+    const uint n = FC_CHUNK(xdt);
+    const float v[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
+    for (uint e = 0; e < n; ++e)
+        if (j + e >= lo && j + e < end)
+            fc_store(ydt, row, j + e, v[e]);
 }
 
 /* Stores n = FC_CHUNK(xdt) values (q0, and q1 when n is 8) as ydt at element j of a row; with
@@ -323,10 +344,7 @@ FC_INLINE void fc_chunk_store_as(const int xdt, const int ydt, __global void *ro
         }
         return;
     }
-    const float v[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
-    for (uint e = 0; e < n; ++e)
-        if (j + e < end)
-            fc_store(ydt, row, j + e, v[e]);
+    fc_chunk_scatter(xdt, ydt, row, j, 0u, end, q0, q1);
 }
 
 FC_INLINE void fc_chunk_store(const int xdt, const int ydt, __global void *row, uint j, uint end,

@@ -205,25 +205,8 @@ FC_INLINE void fc_stream_normalize(const int xdt, const int ydt, const __global 
 #define FC_REG_J(c) (begin + n * (lane + (c) * team))
 #define FC_REG_COMPLETE(c) (begin + n * team * ((c) + 1) <= end)
 
-/* Chunk 0 of a row from element `low` on (0 < low < n), element by element; the elements
- * before it, which lie before the row (a shifted row, see fc_rows_held), are 0 bits and not
- * read. */
-FC_INLINE uint4 fc_chunk_load_from(const int dt, const __global void *row, uint low, uint end)
-{
-    const uint n = FC_CHUNK(dt);
-    uint4 r = (uint4)(0u);
-    for (uint e = low; e < n && e < end; ++e) {
-        const uint bits = fc_load_bits(dt, row, e);
-        if (dt == FC_F32)
-            r = fc_set_word(r, e, bits);
-        else
-            r = fc_set_word(r, e >> 1, fc_word(r, e >> 1) | (bits << (16 * (e & 1))));
-    }
-    return r;
-}
-
 /* `all` (a literal): the caller knows every chunk is complete. Elements before `low` (< n, so
- * only in a chunk at element 0) are not read: fc_chunk_load_from. */
+ * only in a chunk at element 0: a shifted row's first, see fc_shift_head) are not read. */
 FC_INLINE void fc_reg_load(const int dt, uint4 *raw, const uint chunks, const __global void *row,
                            uint begin, uint end, uint lane, uint team, int vec, const int all,
                            uint low)
@@ -231,7 +214,7 @@ FC_INLINE void fc_reg_load(const int dt, uint4 *raw, const uint chunks, const __
     const uint n = FC_CHUNK(dt);
 #pragma unroll
     for (uint c = 0; c < chunks; ++c)
-        raw[c] = c == 0 && FC_REG_J(0) < low ? fc_chunk_load_from(dt, row, low, end)
+        raw[c] = c == 0 && FC_REG_J(0) < low ? fc_chunk_gather(dt, row, 0u, low, end)
                  : all || FC_REG_COMPLETE(c) ? fc_chunk_load_all(dt, row, FC_REG_J(c), vec)
                                              : fc_chunk_load(dt, row, FC_REG_J(c), end, vec);
 }
@@ -314,6 +297,25 @@ FC_INLINE void fc_rows_in_registers(const int xdt, const int ydt, const __global
                  (float2)(m, d), log_mode, !log_mode, 0, end, lane, team, vec);
 }
 
+/* ---- the shifted layout (the host's vec == 2) ------------------------------------------------
+ * Rows that do not start 16-byte aligned, in the rows held and the cooperative split row: a
+ * row's columns are counted from the chunk boundary at or before it, `head` elements before the
+ * row, so that every whole chunk is one 16-byte access (the host plans the row n - 1 longer).
+ * Only the first chunk of a row reaches before it, and its loads and stores skip those elements
+ * (fc_reg_load, fc_held_store), which hold -inf. x_at and y_at are the row's first elements. */
+FC_INLINE uint fc_shift_head(int vec, ulong x_at, uint n)
+{
+    return vec == 2 ? (uint)(x_at % n) : 0u;
+}
+
+/* Whether y's row takes 16-byte stores: aligned rows (vec 1), or in x's shifted layout where
+ * x's head leaves y's row aligned for them (always when x and y share an element offset and
+ * stride); else element stores. */
+FC_INLINE int fc_shift_y_vec(int vec, ulong y_at, uint head, const int ydt, uint n)
+{
+    return vec == 1 || (vec == 2 && (y_at - head) % (ydt == FC_F32 ? 4u : n) == 0);
+}
+
 /* ---- rows held as floats (rows_held8 / rows_held16, and the cooperative split row) ----------
  * As above, but each work-item holds `elems` (8, 16 or 32, a literal) elements as scaled
  * floats, converted once, with the exps kept in place: 16-bit data pays one conversion and one
@@ -380,7 +382,7 @@ FC_INLINE float fc_held_exp_sum(const int ydt, float4 *v, const uint elems, floa
 
 /* Writes the held elements: softmax v * factor (v holds exps), log-softmax (v - m) - log_d.
  * Elements before `low` (< FC_CHUNK, so only in a chunk at element 0: the first of a row in its
- * shifted layout, see the cooperative split row) are not written. */
+ * shifted layout, see fc_shift_head) are not written. */
 FC_INLINE void fc_held_store(const int xdt, const int ydt, const float4 *v, const uint elems,
                              __global void *yrow, uint begin, uint end, uint lane, uint team,
                              int vec, int log_mode, float m, float factor, float log_d, uint low)
@@ -391,15 +393,10 @@ FC_INLINE void fc_held_store(const int xdt, const int ydt, const float4 *v, cons
         const float4 s0 = v[c * (n / 4)], s1 = n == 8 ? v[c * (n / 4) + 1] : s0;
         const float4 q0 = log_mode ? (s0 - m) - log_d : s0 * factor;
         const float4 q1 = log_mode ? (s1 - m) - log_d : s1 * factor;
-        if (FC_REG_J(c) < low) {
-            const float w[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
-#pragma unroll
-            for (uint e = 0; e < 8; ++e)
-                if (e < n && e >= low && e < end)
-                    fc_store(ydt, yrow, e, w[e]);
-        } else {
+        if (FC_REG_J(c) < low)
+            fc_chunk_scatter(xdt, ydt, yrow, 0u, low, end, q0, q1);
+        else
             fc_chunk_store(xdt, ydt, yrow, FC_REG_J(c), end, q0, q1, vec);
-        }
     }
 }
 
@@ -412,12 +409,10 @@ FC_INLINE void fc_rows_held(const int xdt, const int ydt, const uint elems, cons
     const ulong row = (ulong)get_group_id(0) * (get_local_size(0) / team) + lid / team;
     const ulong x_at = x_off + row * x_stride, y_at = y_off + row * y_stride;
     const uint n = FC_CHUNK(xdt);
-    /* vec == 2: rows not 16-byte aligned in their shifted layout, as in the cooperative split
-     * row (cl/softmax_cooperative.cl): head elements before the row, the host having sized the
-     * team for cols + n - 1; only lane 0's first chunk reaches before the row, and those
-     * elements are neither read nor written. */
-    const uint head = vec == 2 && row < rows ? (uint)(x_at % n) : 0u;
-    const int y_vec = vec == 1 || (vec == 2 && (y_at - head) % (ydt == FC_F32 ? 4u : n) == 0);
+    /* vec == 2: the shifted layout (fc_shift_head), the team sized for cols + n - 1; only lane
+     * 0's first chunk reaches before the row */
+    const uint head = row < rows ? fc_shift_head(vec, x_at, n) : 0u;
+    const int y_vec = fc_shift_y_vec(vec, y_at, head, ydt, n);
     const uint end = row < rows ? cols + head : 0u;
     float4 v[FC_HELD_MAX / 4];
 

@@ -93,16 +93,10 @@ FC_INLINE void fc_split_row_cooperative(const int xdt, const int ydt, const __gl
     const ulong t = *ticket, row = t / slices;
     const ulong x_at = x_off + row * x_stride, y_at = y_off + row * y_stride;
     const uint n = FC_CHUNK(xdt);
-    /* vec == 2: rows that do not start 16-byte aligned, in their shifted layout: columns counted
-     * from the chunk boundary at or before the row, `head` elements before it, so that every
-     * whole chunk is one 16-byte access (the host plans the slices over cols + n - 1). Only the
-     * first chunk of slice 0's first item reaches before the row, and its load and store skip
-     * those elements (fc_held_load, fc_held_store: they hold -inf). y takes
-     * vector stores where x's head leaves its row aligned for them (x and y one element offset
-     * and stride apart: always), else element stores. */
-    const uint head = vec == 2 ? (uint)(x_at % n) : 0u;
-    const int x_vec = vec != 0;
-    const int y_vec = vec == 1 || (vec == 2 && (y_at - head) % (ydt == FC_F32 ? 4u : n) == 0);
+    /* vec == 2: the shifted layout (fc_shift_head in softmax.cl), the slices planned over
+     * cols + n - 1; only the first chunk of slice 0's first item reaches before the row */
+    const uint head = fc_shift_head(vec, x_at, n);
+    const int y_vec = fc_shift_y_vec(vec, y_at, head, ydt, n);
     const uint slice = (uint)(t % slices), begin = slice * slice_len;
     const uint end = min(cols + head, begin + slice_len);
     float4 v[FC_HELD_MAX / 4];
@@ -110,7 +104,7 @@ FC_INLINE void fc_split_row_cooperative(const int xdt, const int ydt, const __gl
     /* The exps are taken against this work-item's own max, so no reduction stands between the
      * loads and the exps; the store rescales them by e^(m_own - M) / D. */
     const float m_own = fc_held_load(xdt, v, elems, fc_row(xdt, x, x_at - head), begin, end,
-                                     lid, width, scale, x_vec, head);
+                                     lid, width, scale, vec != 0, head);
     const float d_own = fc_held_exp_sum(ydt, v, elems, fc_md_ref(m_own), log_mode);
 #if defined(FC_HAVE_WARP_STEPS)
     /* The slice's (m, d), needed by every item only when the row is one slice (else by the

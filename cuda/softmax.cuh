@@ -106,11 +106,23 @@ FC_DEVICE void store_slice(char *row, int64_t origin, int64_t limit, int t, int 
 
 /* The shifted layout of a row whose start is not 16-byte aligned: columns counted from the
  * 16-byte boundary at or before it, so that every whole vector in the row is aligned for
- * 16-byte loads and stores. Returns that boundary and sets `head` to the columns between it and
- * the row (0 .. 16 / bytes - 1); the row's columns are then [head, head + cols). */
+ * 16-byte loads and stores. row_head gives the columns between that boundary and the row
+ * (0 .. 16 / bytes - 1): the row's columns are then [head, head + cols). shifted_row returns
+ * the boundary and sets `head`. */
+FC_DEVICE int64_t row_head(const char *row, int bytes) {
+    return (int64_t)((reinterpret_cast<uintptr_t>(row) & 15u) / (unsigned)bytes);
+}
+
 FC_DEVICE const char *shifted_row(const char *row, int bytes, int64_t &head) {
-    head = (int64_t)((reinterpret_cast<uintptr_t>(row) & 15u) / (unsigned)bytes);
+    head = row_head(row, bytes);
     return row - head * bytes;
+}
+
+/* Whether y at p (a row of y in x's shifted layout) suits store_vec's stores of VEC values of
+ * y_bytes each: aligned to their size, up to 16 bytes. */
+template <int VEC> FC_DEVICE bool vector_store_aligned(const char *p, int y_bytes) {
+    const unsigned align = VEC * y_bytes < 16 ? VEC * y_bytes : 16;
+    return reinterpret_cast<uintptr_t>(p) % align == 0;
 }
 
 /* The max of a row slice held by a group of G threads (G <= 32: a sub-warp butterfly; else the
@@ -219,9 +231,9 @@ __device__ void softmax_rows(const fc_softmax_args &a) {
      * columns lie before the row, [head, head + cols) is the row. Else head is 0. Worked out
      * again for the store rather than kept through the reductions. */
     const auto head_of = [&]() -> int {
-        const char *x_row = row_ptr(a.x, row, a.x_stride, dtype_io<DT>::bytes);
         return a.shifted && row < a.rows
-                   ? (int)((reinterpret_cast<uintptr_t>(x_row) & 15u) / dtype_io<DT>::bytes)
+                   ? (int)row_head(row_ptr(a.x, row, a.x_stride, dtype_io<DT>::bytes),
+                                   dtype_io<DT>::bytes)
                    : 0;
     };
     {
@@ -248,9 +260,7 @@ __device__ void softmax_rows(const fc_softmax_args &a) {
      * aligned for them (it is when x and y share offset and stride), else element stores */
     const int head = head_of(), y_bytes = a.y_dtype == FC_F32 ? 4 : 2;
     char *y_row = row_ptr(a.y, row, a.y_stride, y_bytes) - head * y_bytes;
-    const unsigned y_align = VEC * y_bytes < 16 ? VEC * y_bytes : 16;
-    const bool y_ok =
-        a.shifted ? reinterpret_cast<uintptr_t>(y_row) % y_align == 0 : a.y_vec_ok != 0;
+    const bool y_ok = a.shifted ? vector_store_aligned<VEC>(y_row, y_bytes) : a.y_vec_ok != 0;
     store_slice<VEC, G, NV, false, true>(y_row, 0, cols + head, t, a.y_dtype, y_ok, v, head);
 }
 

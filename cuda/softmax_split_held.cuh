@@ -86,11 +86,10 @@ template <int DT, int TPB, int ITEMS, bool SHIFTED = false> struct held_floats {
              * before y's row aligned for them (as it is when x and y have one element offset and
              * stride), else it stores element by element */
             char *base = y_row - (int64_t)head * y_bytes;
-            const unsigned align = VEC * y_bytes < 16 ? VEC * y_bytes : 16;
             store_slice<VEC, TPB, NV, false, true>(base, slice * (int64_t)COLS, a.cols + head,
                                                    threadIdx.x, a.y_dtype,
-                                                   reinterpret_cast<uintptr_t>(base) % align == 0,
-                                                   v, head);
+                                                   vector_store_aligned<VEC>(base, y_bytes), v,
+                                                   head);
         } else {
             store_slice<VEC, TPB, NV, false>(y_row, slice * (int64_t)COLS, a.cols, threadIdx.x,
                                              a.y_dtype, a.y_vec_ok, v);

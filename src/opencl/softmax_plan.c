@@ -105,15 +105,16 @@ static int fc_plan_held_cols(fc_plan *p, const fc_softmax_kernels *k, flashcl_dt
 static int fc_plan_held(fc_plan *p, const fc_softmax_kernels *k, const fc_softmax_desc *desc)
 {
     const int64_t extra = (int64_t)fc_chunk_elems(desc->x_dtype) - 1;
-    fc_plan own;
-    memset(&own, 0, sizeof own);
-    if (fc_shifted(desc) && fc_plan_held_cols(p, k, desc->x_dtype, desc->cols + extra) &&
-        (desc->cols > 4096 || !fc_plan_held_cols(&own, k, desc->x_dtype, desc->cols) ||
-         (uint64_t)own.team * own.elems == (uint64_t)p->team * p->elems)) {
-        p->shifted = 1;
+    fc_plan shifted = *p;
+    const int own = fc_plan_held_cols(p, k, desc->x_dtype, desc->cols);
+    if (fc_shifted(desc) && fc_plan_held_cols(&shifted, k, desc->x_dtype, desc->cols + extra) &&
+        (desc->cols > 4096 || !own ||
+         (uint64_t)shifted.team * shifted.elems == (uint64_t)p->team * p->elems)) {
+        shifted.shifted = 1;
+        *p = shifted;
         return 1;
     }
-    return fc_plan_held_cols(p, k, desc->x_dtype, desc->cols);
+    return own;
 }
 
 /* Online chunked: a work-group per row, up to a few times what the device runs at once (the
