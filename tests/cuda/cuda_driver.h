@@ -26,6 +26,7 @@ typedef unsigned long long td_deviceptr; /* CUdeviceptr */
     X(DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", (td_device device))              \
     X(CtxPushCurrent, "cuCtxPushCurrent_v2", (td_context ctx))                                  \
     X(CtxPopCurrent, "cuCtxPopCurrent_v2", (td_context * ctx))                                  \
+    X(CtxSynchronize, "cuCtxSynchronize", (void))                                               \
     X(MemAlloc, "cuMemAlloc_v2", (td_deviceptr * p, size_t bytes))                              \
     X(MemFree, "cuMemFree_v2", (td_deviceptr p))                                                \
     X(MemcpyHtoD, "cuMemcpyHtoD_v2", (td_deviceptr dst, const void *src, size_t bytes))         \

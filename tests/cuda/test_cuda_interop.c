@@ -47,9 +47,14 @@ static void device_free(td_deviceptr p) {
     pop();
 }
 
+/* cuMemcpyHtoD from pageable memory returns once the data is staged, not when it has landed,
+ * and it runs on the legacy stream, which flashcl's work on the test's non-blocking stream is
+ * not ordered after: without the wait, the tail of an upload (y's poison) could land after the
+ * kernel wrote there (seen on an H200: the last rows read back as poison now and then). */
 static void upload(td_deviceptr dst, const void *src, size_t bytes) {
     push();
     assert_int_equal(cu.MemcpyHtoD(dst, src, bytes), 0);
+    assert_int_equal(cu.CtxSynchronize(), 0);
     pop();
 }
 
