@@ -352,14 +352,49 @@ FC_INLINE float fc_held_load_as(const int dt, float4 *v, const uint elems,
     return m;
 }
 
+/* The element layout of rows not aligned for 16-byte accesses (vec 0): element e of chunk c is
+ * FC_LANE_J(c, e), so that each element access of a team covers `team` consecutive elements (a
+ * warp's 32 16-bit stores: two 32-byte sectors) rather than `team` elements n apart, which made
+ * every store instruction write parts of 16 sectors (H200 NVIDIA OpenCL, 32768x127 f16 0.0164 ms
+ * against torch's 0.0105). Values are held as in fc_held_load_as (quad q: elements 4 (q % (n /
+ * 4)) .. of chunk q / (n / 4)); fc_held_store writes them back in this layout when told. */
+#define FC_LANE_J(c, e) (begin + n * team * (c) + team * (e) + lane)
+
+FC_INLINE float fc_held_load_lanes(const int dt, float4 *v, const uint elems,
+                                   const __global void *row, uint begin, uint end, uint lane,
+                                   uint team, float scale)
+{
+    const uint n = FC_CHUNK(dt), chunks = elems / n;
+    float m = -INFINITY;
+#pragma unroll
+    for (uint c = 0; c < chunks; ++c)
+        for (uint h = 0; h < n / 4; ++h) {
+            const uint j = FC_LANE_J(c, 4 * h);
+            float4 s = (float4)(j < end ? fc_load(dt, row, j) : 0.0f,
+                                j + team < end ? fc_load(dt, row, j + team) : 0.0f,
+                                j + 2 * team < end ? fc_load(dt, row, j + 2 * team) : 0.0f,
+                                j + 3 * team < end ? fc_load(dt, row, j + 3 * team) : 0.0f) *
+                       scale;
+            s.x = j < end ? s.x : -INFINITY;
+            s.y = j + team < end ? s.y : -INFINITY;
+            s.z = j + 2 * team < end ? s.z : -INFINITY;
+            s.w = j + 3 * team < end ? s.w : -INFINITY;
+            v[c * (n / 4) + h] = s;
+            m = fmax(m, fc_max4(s));
+        }
+    return m;
+}
+
 /* fc_held_load_as, with the complete case (the usual one: team-sized multiples) compiled on
  * its own: per element, the bounds-tested form costs a select and each chunk a branch. Elements
  * before `low` (< FC_CHUNK: only in a chunk at element 0, the first of a shifted row) are not
- * read and hold -inf. */
+ * read and hold -inf. Without `vec`, the element layout (fc_held_load_lanes). */
 FC_INLINE float fc_held_load(const int dt, float4 *v, const uint elems, const __global void *row,
                              uint begin, uint end, uint lane, uint team, float scale, int vec,
                              uint low)
 {
+    if (!vec)
+        return fc_held_load_lanes(dt, v, elems, row, begin, end, lane, team, scale);
     if (begin + team * elems <= end)
         return fc_held_load_as(dt, v, elems, row, begin, end, lane, team, scale, vec, 1, low);
     return fc_held_load_as(dt, v, elems, row, begin, end, lane, team, scale, vec, 0, low);
@@ -382,10 +417,12 @@ FC_INLINE float fc_held_exp_sum(const int ydt, float4 *v, const uint elems, floa
 
 /* Writes the held elements: softmax v * factor (v holds exps), log-softmax (v - m) - log_d.
  * Elements before `low` (< FC_CHUNK, so only in a chunk at element 0: the first of a row in its
- * shifted layout, see fc_shift_head) are not written. */
+ * shifted layout, see fc_shift_head) are not written. `lanes`: v holds the element layout
+ * (fc_held_load_lanes: x was loaded without vec), written element by element in it. */
 FC_INLINE void fc_held_store(const int xdt, const int ydt, const float4 *v, const uint elems,
                              __global void *yrow, uint begin, uint end, uint lane, uint team,
-                             int vec, int log_mode, float m, float factor, float log_d, uint low)
+                             int vec, int lanes, int log_mode, float m, float factor, float log_d,
+                             uint low)
 {
     const uint n = FC_CHUNK(xdt), chunks = elems / n;
 #pragma unroll
@@ -393,7 +430,12 @@ FC_INLINE void fc_held_store(const int xdt, const int ydt, const float4 *v, cons
         const float4 s0 = v[c * (n / 4)], s1 = n == 8 ? v[c * (n / 4) + 1] : s0;
         const float4 q0 = log_mode ? (s0 - m) - log_d : s0 * factor;
         const float4 q1 = log_mode ? (s1 - m) - log_d : s1 * factor;
-        if (FC_REG_J(c) < low)
+        if (lanes) {
+            const float q[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
+            for (uint e = 0; e < n; ++e)
+                if (FC_LANE_J(c, e) < end)
+                    fc_store(ydt, yrow, FC_LANE_J(c, e), q[e]);
+        } else if (FC_REG_J(c) < low)
             fc_chunk_scatter(xdt, ydt, yrow, 0u, low, end, q0, q1);
         else
             fc_chunk_store(xdt, ydt, yrow, FC_REG_J(c), end, q0, q1, vec);
@@ -422,7 +464,7 @@ FC_INLINE void fc_rows_held(const int xdt, const int ydt, const uint elems, cons
     /* exp(v - m), not exp(v - fc_md_ref(m)): an all -inf row must give NaN. */
     const float d = fc_team_sum(fc_held_exp_sum(ydt, v, elems, m, log_mode), team, scratch);
     fc_held_store(xdt, ydt, v, elems, fc_row_w(ydt, y, y_at - head), begin, end, lane, team,
-                  y_vec, log_mode, m, 1.0f / d, log(d), head);
+                  y_vec, vec == 0, log_mode, m, 1.0f / d, log(d), head);
 }
 
 /* ---- online chunked: work-groups loop over rows, one row at a time ------------------------- */

@@ -172,7 +172,7 @@ FC_INLINE void fc_split_row_cooperative(const int xdt, const int ydt, const __gl
      * An all -inf row has D = 0: 0 * (1 / 0) is NaN, as torch gives. */
     const float rescale = m_own == -INFINITY ? 0.0f : exp(m_own - fc_md_ref(md.x));
     fc_held_store(xdt, ydt, v, elems, fc_row_w(ydt, y, y_at - head), begin, end, lid, width,
-                  y_vec, log_mode, md.x, rescale * (1.0f / md.y), log(md.y), head);
+                  y_vec, vec == 0, log_mode, md.x, rescale * (1.0f / md.y), log(md.y), head);
 }
 
 #define FC_COOP_KERNEL(XN, XT, XD, YN, YT, YD)                                                 \

@@ -14,7 +14,19 @@
  * Layout of a row slice in registers: thread t of a group of G threads owns NV vectors of VEC
  * consecutive columns; vector k starts at column origin + (k * G + t) * VEC, so one load
  * instruction of the group covers G * 16 contiguous bytes. All loads of a thread are issued
- * before any value is used, so NV loads per thread are in flight at once. */
+ * before any value is used, so NV loads per thread are in flight at once.
+ *
+ * 16-bit rows not aligned for 16-byte loads (vec_ok false) take the element layout instead:
+ * value e of vector k is column origin + k * G * VEC + e * G + t, so that each element load or
+ * store of the group covers G consecutive elements (a warp's 32 16-bit stores: two 32-byte
+ * sectors) rather than G elements 16 bytes apart, which made every store instruction write
+ * parts of 16 sectors. H200, 2026-11-26, ms, against the vector layout's element path in the
+ * same call (torch.softmax beside): 32768x127 f16 0.0096 against 0.0182 (0.0109), 32768x255 f16
+ * 0.0161 against 0.0321 (0.0160); f32 gained nothing (32768x127 0.0138 against 0.0137) or lost
+ * (32768x255 0.0232 against 0.0216), so f32 keeps the vector layout (element_lanes).
+ * load_slice takes it where element_lanes says (unless LANES is false: kernels at their
+ * register cap, the resident and staged ones, where the second path made ptxas spill);
+ * store_slice only when told (`lanes`), since what decides it is how x was loaded. */
 #pragma once
 
 #include "common.cuh"
@@ -27,13 +39,17 @@ FC_DEVICE char *row_ptr(uint64_t base, int64_t row, int64_t stride, int bytes) {
     return reinterpret_cast<char *>(base) + row * stride * bytes;
 }
 
+/* Whether load_slice holds DT's values in the element layout (see the top): 16-bit rows that
+ * are not aligned for 16-byte loads. */
+template <int DT> FC_DEVICE bool element_lanes(bool vec_ok) { return DT != FC_F32 && !vec_ok; }
+
 /* Loads NV vectors (see the layout above) of the columns [origin, limit) into v, scaled;
  * columns at or past `limit` read as -inf, which changes neither the max nor the sum. One base
  * pointer per thread and compile-time offsets keep the address arithmetic out of the registers.
  * With LOW, columns before `low` (< VEC, so only a thread's first vector can hold any) read as
  * -inf too and are not touched: the shifted layout (shifted_row), whose `row` is the 16-byte
  * boundary at or before the real row, `low` the columns between the two. */
-template <int DT, int G, int NV, bool LOW = false>
+template <int DT, int G, int NV, bool LOW = false, bool LANES = true>
 FC_DEVICE void load_slice(const char *row, int64_t origin, int64_t limit, int t, bool vec_ok,
                           float scale, float *v, int64_t low = 0) {
     constexpr int VEC = dtype_io<DT>::vec, BYTES = dtype_io<DT>::bytes;
@@ -41,6 +57,20 @@ FC_DEVICE void load_slice(const char *row, int64_t origin, int64_t limit, int t,
     const int64_t room = limit - first;               /* columns left from there (may be < 0) */
     const int64_t lead = LOW ? low - first : 0;       /* columns before low from there */
     const bool first_whole = !LOW || lead <= 0;       /* vector 0 has none of them */
+    if (LANES && element_lanes<DT>(vec_ok)) { /* the element layout (see the top) */
+        const char *q = row + (origin + t) * BYTES;
+        const int64_t span = limit - origin - t; /* columns from this lane's first on */
+#pragma unroll
+        for (int k = 0; k < NV; k++)
+#pragma unroll
+            for (int e = 0; e < VEC; e++) {
+                const int c = (k * VEC + e) * G;
+                v[k * VEC + e] = c < span && (!LOW || origin + t + c >= low)
+                                     ? __fmul_rn(dtype_io<DT>::load(q + c * BYTES), scale)
+                                     : -INFINITY;
+            }
+        return;
+    }
     const char *p = row + first * BYTES;
     uint4 raw[NV];
 #pragma unroll
@@ -71,8 +101,18 @@ FC_DEVICE void load_slice(const char *row, int64_t origin, int64_t limit, int t,
  * before `low` (< VEC) are left alone (load_slice). */
 template <int YT, int VEC, int G, int NV, bool STREAMING, bool LOW = false>
 FC_DEVICE void store_slice_as(char *row, int64_t origin, int64_t limit, int t, bool vec_ok,
-                              const float *v, int64_t low = 0) {
+                              bool lanes, const float *v, int64_t low = 0) {
     constexpr int BYTES = YT == FC_F32 ? 4 : 2;
+    if (lanes) { /* v holds the element layout (see the top) */
+        char *q = row + (origin + t) * BYTES;
+        const int64_t span = limit - origin - t;
+#pragma unroll
+        for (int i = 0; i < NV * VEC; i++) {
+            const int c = i * G;
+            if (c < span && (!LOW || origin + t + c >= low)) store_one(q + c * BYTES, YT, v[i]);
+        }
+        return;
+    }
     const int64_t first = origin + (int64_t)t * VEC;
     const int64_t room = limit - first;
     const int64_t lead = LOW ? low - first : 0;
@@ -95,13 +135,16 @@ FC_DEVICE void store_slice_as(char *row, int64_t origin, int64_t limit, int t, b
 
 template <int VEC, int G, int NV, bool STREAMING, bool LOW = false>
 FC_DEVICE void store_slice(char *row, int64_t origin, int64_t limit, int t, int y_dt,
-                           bool vec_ok, const float *v, int64_t low = 0) {
+                           bool vec_ok, bool lanes, const float *v, int64_t low = 0) {
     if (y_dt == FC_F32)
-        store_slice_as<FC_F32, VEC, G, NV, STREAMING, LOW>(row, origin, limit, t, vec_ok, v, low);
+        store_slice_as<FC_F32, VEC, G, NV, STREAMING, LOW>(row, origin, limit, t, vec_ok, lanes,
+                                                           v, low);
     else if (y_dt == FC_F16)
-        store_slice_as<FC_F16, VEC, G, NV, STREAMING, LOW>(row, origin, limit, t, vec_ok, v, low);
+        store_slice_as<FC_F16, VEC, G, NV, STREAMING, LOW>(row, origin, limit, t, vec_ok, lanes,
+                                                           v, low);
     else
-        store_slice_as<FC_BF16, VEC, G, NV, STREAMING, LOW>(row, origin, limit, t, vec_ok, v, low);
+        store_slice_as<FC_BF16, VEC, G, NV, STREAMING, LOW>(row, origin, limit, t, vec_ok, lanes,
+                                                            v, low);
 }
 
 /* The shifted layout of a row whose start is not 16-byte aligned: columns counted from the
@@ -261,7 +304,8 @@ __device__ void softmax_rows(const fc_softmax_args &a) {
     const int head = head_of(), y_bytes = a.y_dtype == FC_F32 ? 4 : 2;
     char *y_row = row_ptr(a.y, row, a.y_stride, y_bytes) - head * y_bytes;
     const bool y_ok = a.shifted ? vector_store_aligned<VEC>(y_row, y_bytes) : a.y_vec_ok != 0;
-    store_slice<VEC, G, NV, false, true>(y_row, 0, cols + head, t, a.y_dtype, y_ok, v, head);
+    store_slice<VEC, G, NV, false, true>(y_row, 0, cols + head, t, a.y_dtype, y_ok,
+                                         element_lanes<DT>(a.x_vec_ok || a.shifted), v, head);
 }
 
 /* ---- resident split: rows longer than a block spread over co-resident blocks, read once ------ */
@@ -358,13 +402,14 @@ __device__ void softmax_resident(const fc_softmax_args &a) {
         float v[N], w[N];
         float m = -INFINITY;
         for (int p = 0; p < a.smem_parts; p++) {
-            load_slice<DT, TPB, NV>(x_row, origin + (int64_t)p * PART, limit, threadIdx.x,
-                                    a.x_vec_ok, a.scale, w);
+            load_slice<DT, TPB, NV, false, false>(x_row, origin + (int64_t)p * PART, limit,
+                                                  threadIdx.x, a.x_vec_ok, a.scale, w);
 #pragma unroll
             for (int i = 0; i < N; i++) m = fmaxf(m, w[i]);
             park<TPB, N>(parts, p, w);
         }
-        load_slice<DT, TPB, NV>(x_row, own, limit, threadIdx.x, a.x_vec_ok, a.scale, v);
+        load_slice<DT, TPB, NV, false, false>(x_row, own, limit, threadIdx.x, a.x_vec_ok, a.scale,
+                                              v);
 #pragma unroll
         for (int i = 0; i < N; i++) m = fmaxf(m, v[i]);
         m = block_max<TPB>(m, max_slots);
@@ -389,10 +434,11 @@ __device__ void softmax_resident(const fc_softmax_args &a) {
             unpark<TPB, N>(parts, p, w);
             finish_values<N>(w, log, rm, factor, log_d);
             store_slice<VEC, TPB, NV, false>(y_row, origin + (int64_t)p * PART, limit, threadIdx.x,
-                                             a.y_dtype, a.y_vec_ok, w);
+                                             a.y_dtype, a.y_vec_ok, false, w);
         }
         finish_values<N>(v, log, rm, factor, log_d);
-        store_slice<VEC, TPB, NV, false>(y_row, own, limit, threadIdx.x, a.y_dtype, a.y_vec_ok, v);
+        store_slice<VEC, TPB, NV, false>(y_row, own, limit, threadIdx.x, a.y_dtype, a.y_vec_ok,
+                                         false, v);
         __syncthreads(); /* row_stats and the slots are reused by the next item */
     }
 }
@@ -429,18 +475,20 @@ FC_DEVICE void stream_stats(const char *row, int64_t c0, int64_t c1, bool vec_ok
 
 /* Pass 2: y = exp(s - m) / d, or (s - m) - log d, over [c0, c1). Stores are evict-first so that
  * the input, which pass 2 may still find in L2, is what stays there. */
-template <int DT, int TPB, int UV>
+template <int DT, int TPB, int UV, bool LANES = true>
 FC_DEVICE void stream_normalize(const char *x_row, char *y_row, int64_t c0, int64_t c1,
                                 const fc_softmax_args &a, float m, float d) {
     constexpr int VEC = dtype_io<DT>::vec, STEP = TPB * UV * VEC;
     const float s = subtrahend(m), inv_d = 1.0f / d, log_d = logf(d);
     for (int64_t base = c0; base < c1; base += STEP) {
         float v[UV * VEC];
-        load_slice<DT, TPB, UV>(x_row, base, c1, threadIdx.x, a.x_vec_ok, a.scale, v);
+        load_slice<DT, TPB, UV, false, LANES>(x_row, base, c1, threadIdx.x, a.x_vec_ok, a.scale,
+                                              v);
 #pragma unroll
         for (int i = 0; i < UV * VEC; i++)
             v[i] = a.log ? (v[i] - s) - log_d : softmax_exp<DT>(v[i] - s) * inv_d;
-        store_slice<VEC, TPB, UV, true>(y_row, base, c1, threadIdx.x, a.y_dtype, a.y_vec_ok, v);
+        store_slice<VEC, TPB, UV, true>(y_row, base, c1, threadIdx.x, a.y_dtype, a.y_vec_ok,
+                                        LANES && element_lanes<DT>(a.x_vec_ok), v);
     }
 }
 

@@ -88,11 +88,12 @@ template <int DT, int TPB, int ITEMS, bool SHIFTED = false> struct held_floats {
             char *base = y_row - (int64_t)head * y_bytes;
             store_slice<VEC, TPB, NV, false, true>(base, slice * (int64_t)COLS, a.cols + head,
                                                    threadIdx.x, a.y_dtype,
-                                                   vector_store_aligned<VEC>(base, y_bytes), v,
-                                                   head);
+                                                   vector_store_aligned<VEC>(base, y_bytes),
+                                                   false, v, head);
         } else {
             store_slice<VEC, TPB, NV, false>(y_row, slice * (int64_t)COLS, a.cols, threadIdx.x,
-                                             a.y_dtype, a.y_vec_ok, v);
+                                             a.y_dtype, a.y_vec_ok,
+                                             element_lanes<DT>(a.x_vec_ok), v);
         }
     }
 };

@@ -233,8 +233,8 @@ __device__ void softmax_staged(const fc_softmax_args &a) {
         /* Past the buffer first again, while those lines are the most recent in L2. */
         if (it.valid > it.held) {
             char *y_row = row_ptr(a.y, it.row, a.y_stride, a.y_dtype == FC_F32 ? 4 : 2);
-            stream_normalize<DT, TPB, OV>(x_row, y_row, it.origin + it.held,
-                                          it.origin + it.valid, a, m, d);
+            stream_normalize<DT, TPB, OV, false>(x_row, y_row, it.origin + it.held,
+                                                 it.origin + it.valid, a, m, d);
         }
         if (buffers == 1 && item + grid < items) {
             /* One buffer: each substage's vectors, once written out, are refilled with the next

@@ -44,8 +44,7 @@
  * n slices to the pipelined kernel (by default rows of 32 or more, when they are more slices
  * than its grid's blocks);
  * FLASHCL_CUDA_SOFTMAX_NO_SHIFT=1 loads and stores unaligned rows element by element in the
- * split-held and register kernels, as before the shifted layout, which the register kernels
- * take only with FLASHCL_CUDA_SOFTMAX_SHIFT_ROWS=1 for now (run_rows);
+ * split-held and register kernels, as before the shifted layout (A/B, tests);
  * FLASHCL_CUDA_SOFTMAX_HELD_ROWS=0 keeps 16-bit rows of up to 32768 columns in the register
  * kernels (held_whole_rows);
  * FLASHCL_CUDA_SOFTMAX_TRACE=1 prints the plan of each call on stderr;
@@ -437,29 +436,31 @@ static flashcl_status launch(fc_cuda_context *ctx, CUfunction f, uint64_t blocks
 
 static int64_t row_capacity(int c) { return (int64_t)row_configs[c].group * row_configs[c].items; }
 
-/* Rows in registers. With FLASHCL_CUDA_SOFTMAX_SHIFT_ROWS=1 (off by default until the kernel's
- * final form has run on a GPU: see below), rows of x that do not start 16-byte aligned run in
- * their shifted layout (cuda/softmax.cuh: 16-byte loads and stores but for each row's first
- * vector) in the configuration that covers cols + a vector - 1, where one does and it holds no
- * more than the row's own configuration or the row is longer than 4096 columns; else, and with
- * FLASHCL_CUDA_SOFTMAX_NO_SHIFT=1, element by element. The form measured below loaded the first
- * vector element by element from the row's start; the final form (which does not spill on
- * sm_89) loads it whole and sets what lies before the row to -inf, and was built but not yet
- * run on a GPU (session 17 ran out of device time). H200, 2026-11-26, ms, against the
- * element path in the same call (torch.softmax beside): 4096x32001 f16 0.184 against 0.673
- * (torch 0.299), f32 0.287 against 0.660 (0.395); 8192x4097 f16 0.063 against 0.142 (0.116);
- * 16384x1001 f16 0.0205 against 0.0664 (0.0333); 4096x16383 (twice the capacity shifted) f16
- * 0.156 against 0.342 (0.208); but 32768x127 (256 against 128) f32 0.0172 against 0.0138
- * (bench/results/2026-11-26-h200-s17-shifted-register-rows.txt). */
+/* Rows in registers. Rows of x that do not start 16-byte aligned run in their shifted layout
+ * (cuda/softmax.cuh: 16-byte loads and stores, each row's first vector loaded whole and what lies
+ * before the row set to -inf) in the configuration that covers cols + a vector - 1, where one
+ * does and it holds no more than the row's own configuration or the row is longer than 4096
+ * columns; else, and with FLASHCL_CUDA_SOFTMAX_NO_SHIFT=1, element by element. H200,
+ * 2026-11-26, ms, against the element path in the same call (torch.softmax beside):
+ * 4096x32001 f16 0.185 against 0.668 (torch 0.301), f32 0.287 against 0.678 (0.405); 8192x4097
+ * f16 0.063 against 0.151 (0.117); 16384x1001 f16 0.0209 against 0.0697 (0.0335), f32 0.0354
+ * against 0.0480 (0.0403); 4096x16383 (twice the capacity shifted) f16 0.161 against 0.338
+ * (0.211); but 32768x127 (256 against 128) f32 0.0172 against 0.0138 in session 17, so short
+ * rows whose shift would double the configuration stay on the element path, and so do rows of
+ * fewer than 128 columns, which for 16-bit inputs is the element layout (cuda/softmax.cuh):
+ * 65536x63 f16 0.0144 there against 0.0166 shifted in the same configuration (torch 0.0112),
+ * f32 0.0170 against 0.0175; from 513 columns on the shift wins (16384x513 f16 0.0181 against
+ * 0.0209); 128..512 was not measured
+ * (bench/results/2026-11-26-h200-s18-element-layout.txt). */
 static flashcl_status run_rows(fc_cuda_context *ctx, const fc_softmax_desc *d,
                                fc_softmax_args *a, int legacy) {
-    const int64_t shift = a->x_vec_ok || fc_env_flag("FLASHCL_CUDA_SOFTMAX_NO_SHIFT") ||
-                                  !fc_env_flag("FLASHCL_CUDA_SOFTMAX_SHIFT_ROWS")
+    const int64_t shift = a->x_vec_ok || fc_env_flag("FLASHCL_CUDA_SOFTMAX_NO_SHIFT")
                               ? 0
                               : 16 / (int64_t)dtype_bytes(d->x_dtype) - 1;
     int c = row_config(d->cols, d->x_dtype, legacy);
     const int shifted = shift ? row_config(d->cols + shift, d->x_dtype, legacy) : -1;
-    a->shifted = shifted >= 0 && (row_capacity(shifted) == row_capacity(c) || d->cols > 4096);
+    a->shifted = shifted >= 0 && d->cols >= 128 &&
+                 (row_capacity(shifted) == row_capacity(c) || d->cols > 4096);
     if (a->shifted) c = shifted;
     uint64_t groups_per_block = (uint64_t)(row_configs[c].block / row_configs[c].group);
     return launch(ctx, ctx->kernels.softmax_rows[c][d->x_dtype],

@@ -96,20 +96,26 @@ static int fc_plan_held_cols(fc_plan *p, const fc_softmax_kernels *k, flashcl_dt
     return 1;
 }
 
-/* Rows held, shifted rows (fc_shifted) planned a chunk - 1 longer where that fits and holds no
- * more than the row's own plan or the row is longer than 4096 columns; else element by element.
- * H200, NVIDIA OpenCL, 2026-11-26, ms, against element accesses in the same call (torch beside):
- * 8192x4097 f16 0.082 against 0.146 (torch 0.116); 16384x1001 f16 0.0247 against 0.0673
- * (0.0333); but 32768x127 (a team twice as wide shifted) f16 0.0226 against 0.0161
- * (bench/results/2026-11-26-h200-s17-shifted-register-rows.txt). */
+/* Rows held, 16-bit shifted rows (fc_shifted) planned a chunk - 1 longer where that fits and
+ * holds no more than the row's own plan or the row is longer than 4096 columns; else (and f32
+ * rows, unless only the shifted plan fits) element by element, in the element layout
+ * (fc_held_load_lanes). H200, NVIDIA OpenCL, 2026-11-26, ms, against element accesses in the
+ * same call (torch beside): 8192x4097 f16 0.082 against 0.146 (torch 0.116); 16384x1001 f16
+ * 0.0247 against 0.0673 (0.0333); but 32768x127 (a team twice as wide shifted) f16 0.0226
+ * against 0.0161 (bench/results/2026-11-26-h200-s17-shifted-register-rows.txt). Once the
+ * element layout came (session 18), f32 rows did better in it than shifted: 16384x513 0.0295
+ * against 0.0324, 8192x2049 0.0621 against 0.0670, 8192x4097 0.1050 against 0.1078, while
+ * 16-bit ones still gain from the shift (16384x1001 f16 0.0243 against 0.0311)
+ * (bench/results/2026-11-26-h200-s18-element-layout.txt). */
 static int fc_plan_held(fc_plan *p, const fc_softmax_kernels *k, const fc_softmax_desc *desc)
 {
     const int64_t extra = (int64_t)fc_chunk_elems(desc->x_dtype) - 1;
     fc_plan shifted = *p;
     const int own = fc_plan_held_cols(p, k, desc->x_dtype, desc->cols);
     if (fc_shifted(desc) && fc_plan_held_cols(&shifted, k, desc->x_dtype, desc->cols + extra) &&
-        (desc->cols > 4096 || !own ||
-         (uint64_t)shifted.team * shifted.elems == (uint64_t)p->team * p->elems)) {
+        (!own || (desc->x_dtype != FLASHCL_F32 &&
+                  (desc->cols > 4096 ||
+                   (uint64_t)shifted.team * shifted.elems == (uint64_t)p->team * p->elems)))) {
         shifted.shifted = 1;
         *p = shifted;
         return 1;

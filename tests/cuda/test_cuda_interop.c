@@ -283,21 +283,23 @@ static void test_softmax_on_wrapped_memory(void **state) {
         {FLASHCL_F16, FLASHCL_F16, 5, 70001, 0, 3, 1.0f, 0, 1, 1, FLASHCL_SOFTMAX_AUTO, 0},
         {FLASHCL_F16, FLASHCL_BF16, 9, 50257, 0, 0, 2.0f, 1, 0, 1, FLASHCL_SOFTMAX_AUTO, 3},
         {FLASHCL_F32, FLASHCL_F32, 5, 65539, 0, 2, 1.0f, 0, 0, 1, FLASHCL_SOFTMAX_SPLIT_ROW, 1},
-        /* the same in the register rows (element loads, and shifted below): 32001 columns
-         * (every head in 9 rows), odd short rows with a pad, an offset and y shifted against x,
-         * in place; 32767 16-bit columns, which no configuration covers shifted */
+        /* the same in the register rows: 32001 columns (every head in 9 rows), odd short rows
+         * with a pad, an offset and y shifted against x, in place (127 columns: element by
+         * element, their shift would double the configuration); 32767 16-bit columns, which no
+         * configuration covers shifted */
         {FLASHCL_BF16, FLASHCL_F32, 9, 32001, 0, 0, 1.0f, 0, 0, 1, FLASHCL_SOFTMAX_AUTO, 0},
         {FLASHCL_F32, FLASHCL_BF16, 17, 1001, 2, 1, 0.5f, 1, 0, 1, FLASHCL_SOFTMAX_AUTO, 3},
         {FLASHCL_F16, FLASHCL_F16, 33, 127, 0, 5, -1.0f, 0, 1, 1, FLASHCL_SOFTMAX_AUTO, 0},
         {FLASHCL_F16, FLASHCL_F16, 5, 32767, 0, 1, 1.0f, 0, 0, 1, FLASHCL_SOFTMAX_AUTO, 0},
     };
-    const size_t n = sizeof cases / sizeof cases[0], register_rows = 4;
+    const size_t n = sizeof cases / sizeof cases[0], unaligned = 10;
     (void)state;
     for (size_t i = 0; i < n; i++) run_case(&cases[i]);
-    /* the register rows' shifted layout (opt-in: src/cuda/softmax.c, run_rows) */
-    setenv("FLASHCL_CUDA_SOFTMAX_SHIFT_ROWS", "1", 1);
-    for (size_t i = n - register_rows; i < n; i++) run_case(&cases[i]);
-    unsetenv("FLASHCL_CUDA_SOFTMAX_SHIFT_ROWS");
+    /* the unaligned cases again element by element (FLASHCL_CUDA_SOFTMAX_NO_SHIFT=1: the path
+     * of the short rows that their shift would not fit, src/cuda/softmax.c, run_rows) */
+    setenv("FLASHCL_CUDA_SOFTMAX_NO_SHIFT", "1", 1);
+    for (size_t i = n - unaligned; i < n; i++) run_case(&cases[i]);
+    unsetenv("FLASHCL_CUDA_SOFTMAX_NO_SHIFT");
 }
 
 /* The split-held kernels: a call after one whose blocks cleared the state for it and a call
