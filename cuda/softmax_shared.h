@@ -43,9 +43,15 @@ typedef struct fc_softmax_args {
  * A group of `group` threads owns one row; each thread holds `items` values in registers, so a
  * configuration takes rows of up to group * items columns. `block` threads per block: groups
  * smaller than a warp share blocks of 128; larger groups are the whole block. The host picks
- * the first configuration whose capacity covers the row. */
+ * the first configuration whose capacity covers the row (src/cuda/softmax.c, row_config).
+ * g8x8 serves rows of 33..64 columns, which g16x8 held with half its threads idle: H200,
+ * 2026-11-26, ms, against g16x8 in the same call (torch.softmax beside): 65536x64 f16 0.0082
+ * against 0.0162 (0.0112), f32 0.0115 against 0.0158 (0.0117); 131072x48 f16 0.0165 against
+ * 0.0295 (0.0199); 262144x40 f32 0.0294 against 0.0559 (0.0382)
+ * (bench/results/2026-11-26-h200-s18-g8x8-rows.txt). */
 #define FC_SOFTMAX_ROW_CONFIGS(X)       \
     X(g4x8, 4, 8, 128)                  \
+    X(g8x8, 8, 8, 128)                  \
     X(g16x8, 16, 8, 128)                \
     X(g32x8, 32, 8, 128)                \
     X(g32x16, 32, 16, 128)              \
