@@ -295,16 +295,18 @@ FC_INLINE void fc_store16(__global uint4 *p, uint4 v, const int streaming)
     *p = v;
 }
 
-/* Stores the n = FC_CHUNK(xdt) values (q0, and q1 when n is 8) as ydt at element j of a row one
- * element at a time, only those at lo <= j + e < end (lo: as in fc_chunk_gather). */
-FC_INLINE void fc_chunk_scatter(const int xdt, const int ydt, __global void *row, uint j, uint lo,
-                                uint end, float4 q0, float4 q1)
+/* Stores the n = FC_CHUNK(xdt) values (q0, and q1 when n is 8) as ydt one element at a time,
+ * value e at element j + e * step of a row (step 1: a chunk; the team width: the element layout
+ * of cl/softmax.cl, fc_held_store), only those at lo <= j + e * step < end (lo: as in
+ * fc_chunk_gather). */
+FC_INLINE void fc_chunk_scatter(const int xdt, const int ydt, __global void *row, uint j,
+                                uint step, uint lo, uint end, float4 q0, float4 q1)
 {
     const uint n = FC_CHUNK(xdt);
     const float v[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
     for (uint e = 0; e < n; ++e)
-        if (j + e >= lo && j + e < end)
-            fc_store(ydt, row, j + e, v[e]);
+        if (j + e * step >= lo && j + e * step < end)
+            fc_store(ydt, row, j + e * step, v[e]);
 }
 
 /* Stores n = FC_CHUNK(xdt) values (q0, and q1 when n is 8) as ydt at element j of a row; with
@@ -344,7 +346,7 @@ FC_INLINE void fc_chunk_store_as(const int xdt, const int ydt, __global void *ro
         }
         return;
     }
-    fc_chunk_scatter(xdt, ydt, row, j, 0u, end, q0, q1);
+    fc_chunk_scatter(xdt, ydt, row, j, 1u, 0u, end, q0, q1);
 }
 
 FC_INLINE void fc_chunk_store(const int xdt, const int ydt, __global void *row, uint j, uint end,

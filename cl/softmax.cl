@@ -369,18 +369,13 @@ FC_INLINE float fc_held_load_lanes(const int dt, float4 *v, const uint elems,
 #pragma unroll
     for (uint c = 0; c < chunks; ++c)
         for (uint h = 0; h < n / 4; ++h) {
-            const uint j = FC_LANE_J(c, 4 * h);
-            float4 s = (float4)(j < end ? fc_load(dt, row, j) : 0.0f,
-                                j + team < end ? fc_load(dt, row, j + team) : 0.0f,
-                                j + 2 * team < end ? fc_load(dt, row, j + 2 * team) : 0.0f,
-                                j + 3 * team < end ? fc_load(dt, row, j + 3 * team) : 0.0f) *
-                       scale;
-            s.x = j < end ? s.x : -INFINITY;
-            s.y = j + team < end ? s.y : -INFINITY;
-            s.z = j + 2 * team < end ? s.z : -INFINITY;
-            s.w = j + 3 * team < end ? s.w : -INFINITY;
-            v[c * (n / 4) + h] = s;
-            m = fmax(m, fc_max4(s));
+            float s[4];
+            for (uint i = 0; i < 4; ++i) {
+                const uint j = FC_LANE_J(c, 4 * h + i);
+                s[i] = j < end ? fc_load(dt, row, j) * scale : -INFINITY;
+            }
+            v[c * (n / 4) + h] = (float4)(s[0], s[1], s[2], s[3]);
+            m = fmax(m, fc_max4(v[c * (n / 4) + h]));
         }
     return m;
 }
@@ -430,13 +425,10 @@ FC_INLINE void fc_held_store(const int xdt, const int ydt, const float4 *v, cons
         const float4 s0 = v[c * (n / 4)], s1 = n == 8 ? v[c * (n / 4) + 1] : s0;
         const float4 q0 = log_mode ? (s0 - m) - log_d : s0 * factor;
         const float4 q1 = log_mode ? (s1 - m) - log_d : s1 * factor;
-        if (lanes) {
-            const float q[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
-            for (uint e = 0; e < n; ++e)
-                if (FC_LANE_J(c, e) < end)
-                    fc_store(ydt, yrow, FC_LANE_J(c, e), q[e]);
-        } else if (FC_REG_J(c) < low)
-            fc_chunk_scatter(xdt, ydt, yrow, 0u, low, end, q0, q1);
+        if (lanes)
+            fc_chunk_scatter(xdt, ydt, yrow, FC_LANE_J(c, 0), team, 0u, end, q0, q1);
+        else if (FC_REG_J(c) < low)
+            fc_chunk_scatter(xdt, ydt, yrow, 0u, 1u, low, end, q0, q1);
         else
             fc_chunk_store(xdt, ydt, yrow, FC_REG_J(c), end, q0, q1, vec);
     }

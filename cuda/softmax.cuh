@@ -26,7 +26,8 @@
  * (32768x255 0.0232 against 0.0216), so f32 keeps the vector layout (element_lanes).
  * load_slice takes it where element_lanes says (unless LANES is false: kernels at their
  * register cap, the resident and staged ones, where the second path made ptxas spill);
- * store_slice only when told (`lanes`), since what decides it is how x was loaded. */
+ * store_slice only when told (`lanes`), since what decides it is how x was loaded. Rows in it
+ * are never shifted (a shifted row is loaded as vectors), so it has no `low` bound. */
 #pragma once
 
 #include "common.cuh"
@@ -65,9 +66,8 @@ FC_DEVICE void load_slice(const char *row, int64_t origin, int64_t limit, int t,
 #pragma unroll
             for (int e = 0; e < VEC; e++) {
                 const int c = (k * VEC + e) * G;
-                v[k * VEC + e] = c < span && (!LOW || origin + t + c >= low)
-                                     ? __fmul_rn(dtype_io<DT>::load(q + c * BYTES), scale)
-                                     : -INFINITY;
+                v[k * VEC + e] =
+                    c < span ? __fmul_rn(dtype_io<DT>::load(q + c * BYTES), scale) : -INFINITY;
             }
         return;
     }
@@ -109,7 +109,7 @@ FC_DEVICE void store_slice_as(char *row, int64_t origin, int64_t limit, int t, b
 #pragma unroll
         for (int i = 0; i < NV * VEC; i++) {
             const int c = i * G;
-            if (c < span && (!LOW || origin + t + c >= low)) store_one(q + c * BYTES, YT, v[i]);
+            if (c < span) store_one(q + c * BYTES, YT, v[i]);
         }
         return;
     }
@@ -273,6 +273,9 @@ __device__ void softmax_rows(const fc_softmax_args &a) {
     /* Shifted rows (a.shifted) count their columns from the 16-byte boundary before them: head
      * columns lie before the row, [head, head + cols) is the row. Else head is 0. Worked out
      * again for the store rather than kept through the reductions. */
+    /* x loads as vectors (aligned, or shifted); else the element layout, which the store must
+     * then follow */
+    const bool x_vec = a.x_vec_ok || a.shifted;
     const auto head_of = [&]() -> int {
         return a.shifted && row < a.rows
                    ? (int)row_head(row_ptr(a.x, row, a.x_stride, dtype_io<DT>::bytes),
@@ -287,7 +290,7 @@ __device__ void softmax_rows(const fc_softmax_args &a) {
         const int head = head_of();
         load_slice<DT, G, NV>(
             row_ptr(a.x, row, a.x_stride, dtype_io<DT>::bytes) - head * dtype_io<DT>::bytes, 0,
-            cols + head, t, a.x_vec_ok || a.shifted, a.scale, v);
+            cols + head, t, x_vec, a.scale, v);
         if (t == 0) {
 #pragma unroll
             for (int e = 0; e < VEC; e++) v[e] = e < head ? -INFINITY : v[e];
@@ -305,7 +308,7 @@ __device__ void softmax_rows(const fc_softmax_args &a) {
     char *y_row = row_ptr(a.y, row, a.y_stride, y_bytes) - head * y_bytes;
     const bool y_ok = a.shifted ? vector_store_aligned<VEC>(y_row, y_bytes) : a.y_vec_ok != 0;
     store_slice<VEC, G, NV, false, true>(y_row, 0, cols + head, t, a.y_dtype, y_ok,
-                                         element_lanes<DT>(a.x_vec_ok || a.shifted), v, head);
+                                         element_lanes<DT>(x_vec), v, head);
 }
 
 /* ---- resident split: rows longer than a block spread over co-resident blocks, read once ------ */
