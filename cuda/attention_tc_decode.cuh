@@ -36,9 +36,10 @@ __device__ void attention_tc_decode(const fc_attention_args &a) {
         if (i < mine) {
             const int64_t n0 = (plan.last_block - warp - i * WARPS) * KEYS;
             uint16_t *slot = my_ring + (int)(i % STAGES) * SLOT;
-            load_rows<KEYS, DP, 32>(slot, (int)a.head_dim, src.k + n0 * src.k_step, src.k_step, a.seqlen_k - n0, lane);
-            load_rows<KEYS, DP, 32>(slot + KEYS * STRIDE, (int)a.head_dim, src.v + n0 * src.v_step, src.v_step,
-                                    a.seqlen_k - n0, lane);
+            load_rows<KEYS, DP, 32, padded_layout<DP>, true>(slot, (int)a.head_dim, src.k + n0 * src.k_step,
+                                                             src.k_step, a.seqlen_k - n0, lane);
+            load_rows<KEYS, DP, 32, padded_layout<DP>, true>(slot + KEYS * STRIDE, (int)a.head_dim,
+                                                             src.v + n0 * src.v_step, src.v_step, a.seqlen_k - n0, lane);
         }
         cp_async_commit(); /* empty groups keep every thread's count aligned with i */
     };
