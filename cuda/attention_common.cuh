@@ -89,15 +89,18 @@ FC_DEVICE void store_o(const fc_attention_args &a, int64_t b, int64_t i, int64_t
     store_one(p, DT, v);
 }
 
-/* lse in natural log from the log2-domain max and the row sum (-inf when nothing was visible). */
-FC_DEVICE void store_lse(const fc_attention_args &a, int64_t b, int64_t i, int64_t h, float m, float l) {
-    const float lse = l > 0.0f ? (m + log2f(l)) * FC_LN2 : -INFINITY;
+/* Writes a row's lse (natural log) to lse, or to the split-KV partial. */
+FC_DEVICE void store_lse_value(const fc_attention_args &a, int64_t b, int64_t i, int64_t h, float lse) {
     if (a.splits > 1) {
         float *p = reinterpret_cast<float *>(a.lse_part);
         p[(((int64_t)blockIdx.y * a.batch + b) * a.heads_q + h) * a.seqlen_q + i] = lse;
     } else if (a.lse) {
         reinterpret_cast<float *>(a.lse)[b * a.lse_strides[0] + h * a.lse_strides[1] + i * a.lse_strides[2]] = lse;
     }
+}
+/* The same from the log2-domain max and the row sum (-inf when nothing was visible). */
+FC_DEVICE void store_lse(const fc_attention_args &a, int64_t b, int64_t i, int64_t h, float m, float l) {
+    store_lse_value(a, b, i, h, l > 0.0f ? (m + log2f(l)) * FC_LN2 : -INFINITY);
 }
 
 /* Blocks run heaviest first: with a causal mask the last row blocks see the most keys. The

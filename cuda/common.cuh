@@ -62,6 +62,11 @@ FC_DEVICE unsigned narrow16(int dt, float v) {
                         : __bfloat16_as_ushort(__float2bfloat16_rn(v));
 }
 
+/* A compile-time count passed to a generic lambda (a runtime choice among unrolled forms). */
+template <int N> struct fc_count {
+    static constexpr int value = N;
+};
+
 /* Stores one value of runtime dtype `dt` (the output dtype is a kernel argument, not a template,
  * which keeps the number of kernels in the fatbinary down by three). */
 FC_DEVICE void store_one(char *p, int dt, float v) {

@@ -170,7 +170,7 @@ static unsigned tc_smem(int pad, int keys, int rows) {
 static unsigned tc_decode_smem(int pad, int keys, int stages) {
     const int warps = FC_ATTENTION_TC_WARPS, rows = FC_ATTENTION_TC_DECODE_ROWS;
     const unsigned ring = (unsigned)(warps * stages * 2 * keys * (pad + 8) * 2);
-    const unsigned partials = (unsigned)(warps * rows * (pad + 2) * 4);
+    const unsigned partials = (unsigned)(warps * rows * (pad + 8 + 2) * 4); /* padded rows, m, l */
     return (unsigned)(rows * (pad + 8) * 2) + (ring > partials ? ring : partials);
 }
 static unsigned simt_smem(int pad) {
