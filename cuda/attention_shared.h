@@ -139,6 +139,14 @@ typedef struct fc_merge_args {
     X(d128, 128, 16, 3)                   \
     X(d256, 256, 16, 2)
 #define FC_ATTENTION_TC_DECODE_ROWS 16
+/* Bytes of K + V per warp that the decode kernel asks L2 for before its programmatic-dependent
+ * wait (cuda/attention_tc_decode.cuh). sm_90 only: 132 SMs x 4 warps x 32 KiB is a third of
+ * an H100's or H200's 50 MB of L2, and it was measured nowhere else (an RTX 3090 has 6 MB).
+ * H200, B1 Hq32 Hkv4 Sk65536 D128 f16: 39.5 us without, 38.7 with 64 KiB, 38.5 with 32 KiB
+ * (2026-11-26). */
+#ifndef FC_ATTENTION_TC_DECODE_PREFETCH_BYTES
+#define FC_ATTENTION_TC_DECODE_PREFETCH_BYTES 32768
+#endif
 
 /* SIMT forward, true f32 (and the fallback for any layout, alignment or head_dim of any dtype):
  * 4 warps, 16 packed rows per block (4 per warp), key blocks of 32 (one per lane). */

@@ -154,6 +154,20 @@ FC_DEVICE void load_rows(void *tile, int head_dim, const char *first, int64_t st
     }
 }
 
+/* Asks L2 for the rows load_rows would read (ROWS rows of head_dim 16-bit values, row r at
+ * first + r·stride_bytes, rows at or past `valid` skipped), one 128-byte line per lane at a time.
+ * A hint: what the kernel reads later is unaffected by it. */
+template <int ROWS, int DP, int LANES>
+FC_DEVICE void prefetch_rows_l2(const char *first, int64_t stride_bytes, int64_t valid, int head_dim, int lane) {
+    constexpr int LINES = (DP * 2 + 127) / 128;
+#pragma unroll
+    for (int idx = lane; idx < ROWS * LINES; idx += LANES) {
+        const int r = idx / LINES, c = idx % LINES;
+        if (r < valid && c * 128 < head_dim * 2)
+            asm volatile("prefetch.global.L2 [%0];\n" ::"l"(first + r * stride_bytes + c * 128));
+    }
+}
+
 /* Stores the pair (x, y) of row (b, i, h) at dims d, d + 1: 16-bit o (one 32-bit store: the host
  * guarantees 16-byte aligned rows), or the f32 split-KV partial (one 64-bit store). */
 template <int DT>
