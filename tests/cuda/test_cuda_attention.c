@@ -206,6 +206,10 @@ static void test_forward_paths(void **state) {
         {FLASHCL_F16, 1, 1, 5, 4, 1, 64, 0, -1, -1, 0, 0, 1, "decode Sk 5: warps with no keys", NULL},
         {FLASHCL_F16, 1, 3, 700, 2, 1, 80, 0, 50, 0, 20.0f, 0, 1, "decode D 80, window, softcap", NULL},
         {FLASHCL_BF16, 1, 1, 64, 8, 8, 32, 1, -1, -1, 0, 0, 0, "decode d32 (d64 kernel), MHA", NULL},
+        /* the decode epilogue's row-slot counts: all 16 rows, and an odd count */
+        {FLASHCL_F16, 1, 2, 4001, 16, 2, 128, 1, -1, -1, 0, 0, 1, "decode d128, 16 rows, causal", NULL},
+        {FLASHCL_BF16, 1, 1, 2999, 7, 1, 128, 0, -1, -1, 0, 0, 1, "decode d128, GQA 7:1", NULL},
+        {FLASHCL_F16, 1, 1, 3000, 16, 1, 64, 0, -1, -1, 0, 0, 1, "decode d64, GQA 16:1", NULL},
         {FLASHCL_F16, 1, 17, 100, 1, 1, 64, 1, -1, -1, 0, 0, 1, "17 packed rows: prefill kernel", NULL},
         {FLASHCL_BF16, 1, 20, 3000, 2, 1, 64, 0, -1, -1, 0, 0, 1, "prefill kernel, split-KV", NULL},
         {FLASHCL_F16, 1, 40, 100, 2, 1, 256, 1, -1, -1, 0, 0, 1, "fallback d256k16", "d256k16"},
