@@ -30,12 +30,14 @@ __device__ void attention_tc_decode(const fc_attention_args &a) {
     const block_keys plan = plan_keys(a, r0, ROWS, KEYS);
     const kv_sources src = kv_sources_of(a, b, kv_head);
     auto q_row = [&](int r, bool &ok) { return q_row_address(a, r0 + r, b, kv_head, ok); };
-    /* This warp's i-th key block (walked from the last down) and its ring slot's K/V loads. */
+    /* The first key of this warp's i-th key block (walked from the last down), and the block's
+     * K/V loads into its ring slot. */
     const int64_t blocks = plan.last_block - plan.first_block + 1;
     const int64_t mine = blocks > warp ? (blocks - 1 - warp) / WARPS + 1 : 0;
+    auto block_key = [&](int64_t i) { return (plan.last_block - warp - i * WARPS) * KEYS; };
     auto load_block = [&](int64_t i) {
         if (i < mine) {
-            const int64_t n0 = (plan.last_block - warp - i * WARPS) * KEYS;
+            const int64_t n0 = block_key(i);
             uint16_t *slot = my_ring + (int)(i % STAGES) * SLOT;
             load_rows<KEYS, DP, 32, padded_layout<DP>, true>(slot, (int)a.head_dim, src.k + n0 * src.k_step,
                                                              src.k_step, a.seqlen_k - n0, lane);
@@ -55,7 +57,7 @@ __device__ void attention_tc_decode(const fc_attention_args &a) {
      * cost 0.4 us of 14 (H200). */
     constexpr int PREFETCH = FC_ATTENTION_TC_DECODE_PREFETCH_BYTES / (2 * KEYS * DP * 2); /* K + V blocks */
     for (int64_t i = 0; mine >= 4 * PREFETCH && i < PREFETCH; i++) {
-        const int64_t n0 = (plan.last_block - warp - i * WARPS) * KEYS;
+        const int64_t n0 = block_key(i);
         prefetch_rows_l2<KEYS, DP, 32>(src.k + n0 * src.k_step, src.k_step, a.seqlen_k - n0, (int)a.head_dim, lane);
         prefetch_rows_l2<KEYS, DP, 32>(src.v + n0 * src.v_step, src.v_step, a.seqlen_k - n0, (int)a.head_dim, lane);
     }
@@ -92,7 +94,7 @@ __device__ void attention_tc_decode(const fc_attention_args &a) {
         const uint16_t *slot = my_ring + (int)(i % STAGES) * SLOT;
         const unsigned k_frag = smem_u32(slot + ((lane / 16) * 8 + lane % 8) * STRIDE + ((lane / 8) % 2) * 8);
         const unsigned v_frag = smem_u32(slot + KEYS * STRIDE + (((lane / 8) % 2) * 8 + lane % 8) * STRIDE + (lane / 16) * 8);
-        const int64_t n0 = (plan.last_block - warp - i * WARPS) * KEYS;
+        const int64_t n0 = block_key(i);
 
         float s[NT][4];
 #pragma unroll
