@@ -53,21 +53,21 @@ job() {
 # work-group bound, FC_RIR_CHUNKS=4, FC_STREAM_UNROLL=4, FC_COOP=1 on NVIDIA/AMD GPUs with 64-bit
 # atomics, FC_ORDERED=1 with them and on PoCL, FC_HALF_IMPL=2 and FC_STREAM_STORES=1 with
 # NVIDIA PTX (FC_HALF_IMPL=1 elsewhere), FC_NV_CVT2=1 with NVIDIA PTX on sm_80+, -cl-std=CL2.0/CL3.0
-# with cl_khr_subgroups. AMDGPU
+# with cl_khr_subgroups, FC_ALIGNED_KERNELS=1 on GPUs (the aligned-rows twins). AMDGPU
 # jobs run the whole backend (-c); the others stop at LLVM IR.
 common="-DFC_SG_SIZE=32 -DFC_RIR_CHUNKS=4 -DFC_STREAM_UNROLL=4 -DFC_COOP_ELEMS=32 -DFC_HALF_IMPL=1"
 AMD="-target amdgcn-amd-amdhsa -mcpu=gfx90a -nogpulib -c"
 AMD_IR="-target amdgcn-amd-amdhsa -mcpu=gfx90a -nogpulib -S -emit-llvm"
 SPIR="-target spir64 -S -emit-llvm"
 INTEL="$SPIR -Xclang -cl-ext=+cl_intel_subgroups -cl-no-stdinc -Xclang -include -Xclang $resource_include/opencl-c.h"
-job amdgcn embedded "$AMD" "-cl-std=CL2.0 -DFC_SG_KHR $common -DFC_MAX_WG=1024 -DFC_COOP=1 -DFC_ORDERED=1"
-job amdgcn standalone "$AMD" "-cl-std=CL2.0 -DFC_SG_KHR $common -DFC_MAX_WG=1024 -DFC_COOP=1 -DFC_ORDERED=1"
-job amdgcn embedded "$AMD" "-DFC_SG_NONE $common -DFC_MAX_WG=256 -DFC_COOP=1 -DFC_ORDERED=1"
+job amdgcn embedded "$AMD" "-cl-std=CL2.0 -DFC_SG_KHR $common -DFC_MAX_WG=1024 -DFC_COOP=1 -DFC_ALIGNED_KERNELS=1 -DFC_ORDERED=1"
+job amdgcn standalone "$AMD" "-cl-std=CL2.0 -DFC_SG_KHR $common -DFC_MAX_WG=1024 -DFC_COOP=1 -DFC_ALIGNED_KERNELS=1 -DFC_ORDERED=1"
+job amdgcn embedded "$AMD" "-DFC_SG_NONE $common -DFC_MAX_WG=256 -DFC_COOP=1 -DFC_ALIGNED_KERNELS=1 -DFC_ORDERED=1"
 job amdgcn embedded "$AMD" "-DFC_SG_NONE $common -DFC_MAX_WG=256 -DFC_COOP=0"
 # one input dtype per program, as the library builds them (FC_DTYPES, cl/dtype.h)
-job amdgcn embedded "$AMD" "-DFC_SG_NONE $common -DFC_MAX_WG=256 -DFC_COOP=1 -DFC_ORDERED=1 -DFC_DTYPES=2"
-job amdgcn standalone "$AMD" "-DFC_SG_NONE $common -DFC_MAX_WG=256 -DFC_COOP=1 -DFC_ORDERED=1 -DFC_DTYPES=4"
-job amdgcn embedded "$AMD_IR" "-cl-std=CL3.0 -DFC_SG_KHR $common -DFC_MAX_WG=256 -DFC_COOP=1 -DFC_ORDERED=1"
+job amdgcn embedded "$AMD" "-DFC_SG_NONE $common -DFC_MAX_WG=256 -DFC_COOP=1 -DFC_ALIGNED_KERNELS=1 -DFC_ORDERED=1 -DFC_DTYPES=2"
+job amdgcn standalone "$AMD" "-DFC_SG_NONE $common -DFC_MAX_WG=256 -DFC_COOP=1 -DFC_ALIGNED_KERNELS=1 -DFC_ORDERED=1 -DFC_DTYPES=4"
+job amdgcn embedded "$AMD_IR" "-cl-std=CL3.0 -DFC_SG_KHR $common -DFC_MAX_WG=256 -DFC_COOP=1 -DFC_ALIGNED_KERNELS=1 -DFC_ORDERED=1"
 job amdgcn embedded "$AMD_IR" "-DFC_SG_KHR $common -DFC_MAX_WG=1024 -DFC_COOP=0" # C 1.2: fallback
 job amdgcn embedded "$AMD_IR" "-DFC_SG_INTEL $common -DFC_MAX_WG=1024 -DFC_COOP=0" # no ext: fallback
 job spir64 embedded "$SPIR" "-DFC_SG_NONE $common -DFC_MAX_WG=256 -DFC_COOP=0"
@@ -81,7 +81,7 @@ nv_fast_out=""
 nv_ftz_out=""
 if "$CLANG" -x cl -cl-std=CL1.2 -target nvptx64-nvidia-nvcl -S -o /dev/null - </dev/null >/dev/null 2>&1; then
     NV="-target nvptx64-nvidia-nvcl -S -Xclang -cl-ext=+cl_khr_int64_base_atomics"
-    nv_common="-DFC_SG_NV_PTX -DFC_SG_SIZE=32 -DFC_RIR_CHUNKS=4 -DFC_STREAM_UNROLL=4 -DFC_HALF_IMPL=2 -DFC_MAX_WG=1024 -DFC_STREAM_STORES=1"
+    nv_common="-DFC_SG_NV_PTX -DFC_SG_SIZE=32 -DFC_RIR_CHUNKS=4 -DFC_STREAM_UNROLL=4 -DFC_HALF_IMPL=2 -DFC_MAX_WG=1024 -DFC_STREAM_STORES=1 -DFC_ALIGNED_KERNELS=1"
     # FC_COOP_ELEMS: 32 in the f32 program, 64 in the 16-bit ones (softmax.c)
     nv_out="$work/out.${#jobs_list[@]}"
     job nvptx embedded "$NV" "$nv_common -DFC_COOP_ELEMS=32 -DFC_COOP=1 -DFC_ORDERED=1 -DFC_NV_CVT2=1"

@@ -563,15 +563,38 @@ FC_INLINE void fc_clear_previous(volatile __global ulong *other, uint words, uin
 
 
 /* ---- instantiation: every (input, output) storage pair --------------------------------------- */
-#define FC_ROWS_HELD_KERNEL(E, XN, XT, XD, YN, YT, YD)                                         \
-    __kernel void softmax_rows_held##E##_##XN##_##YN(FC_PTR_ARGS(XT, YT), ulong rows, uint cols, \
-                                                     float scale, int log_mode, uint team,      \
-                                                     int vec)                                   \
+
+/* FC_ALIGNED_KERNELS (GPUs): the rows held and the cooperative split row are compiled once more
+ * as *_aligned kernels, with vec the literal 1, for rows that start 16-byte aligned (the usual
+ * case), so that the code of the other two layouts (element and shifted: vec 0 and 2, which the
+ * plain kernels take) is not in them. With all three in one kernel, aligned rows ran 2-16 %
+ * slower through NVIDIA's OpenCL; with the twins they run as fast as before the other layouts
+ * came (H200, 2026-11-26, ms, one kernel for all three / the twins / 25bc249, the commit before
+ * the shifted layout: cooperative 4096x32768 f16 0.181 / 0.159 / 0.160, 16384x12288 f16 0.329 /
+ * 0.288 / 0.292, 1024x131072 f16 0.193 / 0.167 / 0.169; rows held 32768x128 bf16 0.0094 /
+ * 0.0085 / 0.0085; bench/results/2026-11-26-h200-s20-aligned-kernels.txt). */
+#ifndef FC_ALIGNED_KERNELS
+#define FC_ALIGNED_KERNELS 0
+#endif
+#if FC_ALIGNED_KERNELS
+#define FC_IF_ALIGNED_KERNELS(x) x
+#else
+#define FC_IF_ALIGNED_KERNELS(x)
+#endif
+
+#define FC_ROWS_HELD_KERNEL_AS(NAME, E, XN, XT, XD, YN, YT, YD, VEC)                           \
+    __kernel void NAME##_##XN##_##YN(FC_PTR_ARGS(XT, YT), ulong rows, uint cols, float scale,  \
+                                     int log_mode, uint team, int vec)                         \
     {                                                                                          \
         __local float scratch[FC_MAX_WG];                                                      \
+        (void)vec;                                                                             \
         fc_rows_held(XD, YD, E, x, x_off, x_stride, y, y_off, y_stride, rows, cols, scale,     \
-                     log_mode, team, vec, scratch);                                            \
+                     log_mode, team, VEC, scratch);                                            \
     }
+#define FC_ROWS_HELD_KERNEL(E, XN, XT, XD, YN, YT, YD)                                         \
+    FC_ROWS_HELD_KERNEL_AS(softmax_rows_held##E, E, XN, XT, XD, YN, YT, YD, vec)               \
+    FC_IF_ALIGNED_KERNELS(FC_ROWS_HELD_KERNEL_AS(softmax_rows_held##E##_aligned, E, XN, XT,    \
+                                                 XD, YN, YT, YD, 1))
 #define FC_SOFTMAX_PAIR(XN, XT, XD, YN, YT, YD)                                                \
     __kernel void softmax_rows_in_registers_##XN##_##YN(FC_PTR_ARGS(XT, YT), ulong rows,        \
                                                         uint cols, float scale, int log_mode,  \

@@ -175,19 +175,26 @@ FC_INLINE void fc_split_row_cooperative(const int xdt, const int ydt, const __gl
                   y_vec, vec == 0, log_mode, md.x, rescale * (1.0f / md.y), log(md.y), head);
 }
 
-#define FC_COOP_KERNEL(XN, XT, XD, YN, YT, YD)                                                 \
-    __kernel void softmax_split_row_cooperative_##XN##_##YN(                                   \
+/* The plain kernel takes every layout (vec 0, 1 or 2); the _aligned one rows that start 16-byte
+ * aligned alone (FC_ALIGNED_KERNELS, softmax.cl). */
+#define FC_COOP_KERNEL_AS(NAME, XN, XT, XD, YN, YT, YD, VEC)                                   \
+    __kernel void NAME##_##XN##_##YN(                                                          \
         FC_PTR_ARGS(XT, YT), ulong rows, uint cols, uint slice_len, uint slices, float scale,  \
         int log_mode, int vec, volatile __global ulong *state, ulong state_off,                \
         ulong clear_off, uint clear_words, uint clear_per)                                     \
     {                                                                                          \
         __local float scratch[FC_MAX_WG];                                                      \
         __local ulong ticket;                                                                  \
+        (void)vec;                                                                             \
         fc_clear_previous(state + clear_off, clear_words, clear_per);                          \
         fc_split_row_cooperative(XD, YD, x, x_off, x_stride, y, y_off, y_stride, rows, cols,   \
-                                 slice_len, slices, scale, log_mode, vec, state + state_off,   \
+                                 slice_len, slices, scale, log_mode, VEC, state + state_off,   \
                                  scratch, &ticket);                                            \
     }
+#define FC_COOP_KERNEL(XN, XT, XD, YN, YT, YD)                                                 \
+    FC_COOP_KERNEL_AS(softmax_split_row_cooperative, XN, XT, XD, YN, YT, YD, vec)              \
+    FC_IF_ALIGNED_KERNELS(FC_COOP_KERNEL_AS(softmax_split_row_cooperative_aligned, XN, XT, XD, \
+                                            YN, YT, YD, 1))
 
 FC_EACH_PAIR(FC_COOP_KERNEL)
 #endif /* FC_COOP */

@@ -72,6 +72,10 @@ typedef struct fc_softmax_kernels {
     cl_kernel split_row_cooperative[FC_DTYPE_COUNT][FC_DTYPE_COUNT]; /* NULL when not built */
     cl_kernel rows_held[3][FC_DTYPE_COUNT][FC_DTYPE_COUNT];      /* 8, 16, 32 elements (32: 16-bit
                                                                     inputs only) */
+    /* The same two kinds for rows that start 16-byte aligned only (vec 1; GPUs, else NULL:
+     * FC_ALIGNED_KERNELS in cl/softmax.cl) */
+    cl_kernel rows_held_aligned[3][FC_DTYPE_COUNT][FC_DTYPE_COUNT];
+    cl_kernel split_row_cooperative_aligned[FC_DTYPE_COUNT][FC_DTYPE_COUNT];
     cl_kernel split_row_ordered[FC_DTYPE_COUNT][FC_DTYPE_COUNT]; /* NULL when not built */
     cl_kernel rows_vector[FC_DTYPE_COUNT][FC_DTYPE_COUNT];       /* CPUs only; else NULL */
     unsigned rir_chunks;                 /* 16-byte chunks per work-item (FC_RIR_CHUNKS) */

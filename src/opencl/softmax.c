@@ -24,6 +24,8 @@ typedef struct fc_softmax_tuning {
     int nv_sleep;           /* FC_NV_SLEEP: nanosleep while waiting (NVIDIA sm_70+) */
     int stream_stores;      /* FC_STREAM_STORES: evict-first stores in the ordered split */
     int nv_cvt2;            /* FC_NV_CVT2: paired f16x2/bf16x2 narrowing (NVIDIA sm_80+) */
+    int aligned_kernels;    /* FC_ALIGNED_KERNELS: rows held and the cooperative split row also
+                               compiled for aligned rows alone (GPUs; cl/softmax.cl) */
     size_t rir_group_wg;    /* work-group size when teams are smaller than one */
     size_t resident_items;  /* work-items one compute unit runs at once (an estimate) */
     size_t chunked_wg, split_wg, coop_wg;
@@ -55,6 +57,7 @@ static void fc_softmax_tune(const fc_cl_device *dev, fc_softmax_tuning *t)
     t->stream_unroll = 4;
     t->cl_std = "";
     if (dev->is_gpu) {
+        t->aligned_kernels = 1;
         /* 4 chunks (64 bytes) per work-item: ~40 registers, so a compute unit keeps 1-2
          * thousand work-items and ~100 KiB in flight (H200: 2 and 8 chunks were slower). */
         t->max_wg = fc_floor_pow2(dev_wg < 1024 ? dev_wg : 1024);
@@ -196,12 +199,13 @@ void fc_cl_softmax_options(const fc_cl_device *dev, int part, char *out, size_t 
              "-DFC_STREAM_UNROLL=%u -DFC_COOP=%d -DFC_COOP_ELEMS=%u "
              "-DFC_HALF_IMPL=%u -DFC_FAST_EXP=%d -DFC_NV_SLEEP=%d -DFC_ORDERED=%d "
              "-DFC_STREAM_STORES=%d -DFC_NV_CVT2=%d -DFC_ROWS_VECTOR=%d -DFC_DTYPES=%d "
-             "-DFC_EXP_FTZ=%d -DFC_EXP_SHIFT=%d",
+             "-DFC_EXP_FTZ=%d -DFC_EXP_SHIFT=%d -DFC_ALIGNED_KERNELS=%d",
              extra, t.cl_std, sg_define[t.sg], t.sg_size, t.max_wg, t.rir_chunks, t.stream_unroll,
              t.coop, fc_coop_elems(&t, part), t.half_impl,
              t.fast_exp && (part == FC_PART_F16 || part == FC_PART_BF16), t.nv_sleep, t.ordered,
              t.stream_stores, t.nv_cvt2, t.rows_vector,
-             part == FC_PART_ALL_DTYPES ? 7 : 1 << part, t.exp_ftz, t.exp_shift);
+             part == FC_PART_ALL_DTYPES ? 7 : 1 << part, t.exp_ftz, t.exp_shift,
+             t.aligned_kernels);
 }
 
 /* ---- kernels ----------------------------------------------------------------------------------- */
@@ -239,6 +243,19 @@ static flashcl_status fc_create_kernel(fc_cl_context *ctx, cl_program program, c
     return FLASHCL_SUCCESS;
 }
 
+/* A kernel and, with `aligned` (FC_ALIGNED_KERNELS), its `base`_aligned twin for rows that start
+ * 16-byte aligned; max_wg receives the smaller limit of the two. */
+static flashcl_status fc_create_kernel_twins(fc_cl_context *ctx, cl_program program,
+                                             cl_kernel *plain, cl_kernel *twin, int aligned,
+                                             size_t *max_wg, const char *base, int xd, int yd)
+{
+    char name[80];
+    flashcl_status st = fc_create_kernel(ctx, program, plain, max_wg, base, xd, yd);
+    if (st != FLASHCL_SUCCESS || !aligned) return st;
+    snprintf(name, sizeof name, "%s_aligned", base);
+    return fc_create_kernel(ctx, program, twin, max_wg, name, xd, yd);
+}
+
 /* The kernels of one input dtype; wg[kind] receives their smallest work-group limits. */
 static flashcl_status fc_create_input_kernels(fc_cl_context *ctx, cl_program program,
                                               const fc_softmax_tuning *t, int xd, size_t *wg)
@@ -259,17 +276,22 @@ static flashcl_status fc_create_input_kernels(fc_cl_context *ctx, cl_program pro
             st = fc_create_kernel(ctx, program, &k->split_row_normalize[xd][yd],
                                   &wg[FC_WG_SPLIT], "softmax_split_row_normalize", xd, yd);
         if (st == FLASHCL_SUCCESS)
-            st = fc_create_kernel(ctx, program, &k->rows_held[0][xd][yd], &wg[FC_WG_HELD],
-                                  "softmax_rows_held8", xd, yd);
+            st = fc_create_kernel_twins(ctx, program, &k->rows_held[0][xd][yd],
+                                        &k->rows_held_aligned[0][xd][yd], t->aligned_kernels,
+                                        &wg[FC_WG_HELD], "softmax_rows_held8", xd, yd);
         if (st == FLASHCL_SUCCESS)
-            st = fc_create_kernel(ctx, program, &k->rows_held[1][xd][yd], &wg[FC_WG_HELD],
-                                  "softmax_rows_held16", xd, yd);
+            st = fc_create_kernel_twins(ctx, program, &k->rows_held[1][xd][yd],
+                                        &k->rows_held_aligned[1][xd][yd], t->aligned_kernels,
+                                        &wg[FC_WG_HELD], "softmax_rows_held16", xd, yd);
         if (st == FLASHCL_SUCCESS && xd != FLASHCL_F32)
-            st = fc_create_kernel(ctx, program, &k->rows_held[2][xd][yd], &wg[FC_WG_HELD32],
-                                  "softmax_rows_held32", xd, yd);
+            st = fc_create_kernel_twins(ctx, program, &k->rows_held[2][xd][yd],
+                                        &k->rows_held_aligned[2][xd][yd], t->aligned_kernels,
+                                        &wg[FC_WG_HELD32], "softmax_rows_held32", xd, yd);
         if (st == FLASHCL_SUCCESS && t->coop)
-            st = fc_create_kernel(ctx, program, &k->split_row_cooperative[xd][yd],
-                                  &wg[FC_WG_COOP], "softmax_split_row_cooperative", xd, yd);
+            st = fc_create_kernel_twins(ctx, program, &k->split_row_cooperative[xd][yd],
+                                        &k->split_row_cooperative_aligned[xd][yd],
+                                        t->aligned_kernels, &wg[FC_WG_COOP],
+                                        "softmax_split_row_cooperative", xd, yd);
         if (st == FLASHCL_SUCCESS && t->ordered)
             st = fc_create_kernel(ctx, program, &k->split_row_ordered[xd][yd],
                                   &wg[FC_WG_ORDERED], "softmax_split_row_ordered", xd, yd);
@@ -390,7 +412,9 @@ void fc_cl_softmax_release_kernels(fc_cl_context *ctx, int part)
                 &k->rows_held[1][xd][yd],        &k->rows_held[2][xd][yd],
                 &k->online_chunked[xd][yd],
                 &k->split_row_normalize[xd][yd], &k->split_row_cooperative[xd][yd],
-                &k->split_row_ordered[xd][yd],   &k->rows_vector[xd][yd]};
+                &k->split_row_ordered[xd][yd],   &k->rows_vector[xd][yd],
+                &k->rows_held_aligned[0][xd][yd], &k->rows_held_aligned[1][xd][yd],
+                &k->rows_held_aligned[2][xd][yd], &k->split_row_cooperative_aligned[xd][yd]};
             size_t i;
             for (i = 0; i < sizeof pair / sizeof pair[0]; i++) {
                 if (*pair[i]) clReleaseKernel(*pair[i]);
@@ -445,6 +469,12 @@ static flashcl_status fc_launch(fc_cl_context *ctx, cl_kernel kernel, const fc_a
     return fc_cl_fail(err, what);
 }
 
+/* The kernel for rows in layout `vec`: the aligned twin for vec 1 where it was built. */
+static cl_kernel fc_layout_kernel(cl_kernel plain, cl_kernel aligned, cl_int vec)
+{
+    return vec == 1 && aligned ? aligned : plain;
+}
+
 /* Enqueues rows [0, n) of one batch whose first row is at element x_off / y_off. */
 static flashcl_status fc_enqueue_batch(fc_cl_context *ctx, const fc_softmax_desc *desc,
                                        const fc_plan *p, cl_ulong n, cl_ulong x_off,
@@ -474,7 +504,9 @@ static flashcl_status fc_enqueue_batch(fc_cl_context *ctx, const fc_softmax_desc
                                FC_ARG(y_off), FC_ARG(y_stride), FC_ARG(n),      FC_ARG(cols),
                                FC_ARG(scale), FC_ARG(log_mode), FC_ARG(team),   FC_ARG(vec)};
         const size_t rows_per_group = p->wg / p->team;
-        return fc_launch(ctx, k->rows_held[p->elems == 8 ? 0 : p->elems == 16 ? 1 : 2][xd][yd],
+        const int e = p->elems == 8 ? 0 : p->elems == 16 ? 1 : 2;
+        return fc_launch(ctx, fc_layout_kernel(k->rows_held[e][xd][yd],
+                                               k->rows_held_aligned[e][xd][yd], vec),
                          args, 12,
                          (size_t)((n + rows_per_group - 1) / rows_per_group), p->wg);
     }
@@ -517,7 +549,10 @@ static flashcl_status fc_enqueue_batch(fc_cl_context *ctx, const fc_softmax_desc
                                    FC_ARG(vec),         FC_ARG(s.buffer),    FC_ARG(s.state_off),
                                    FC_ARG(s.clear_off), FC_ARG(s.clear_words),
                                    FC_ARG(s.clear_per)};
-            st = fc_launch(ctx, k->split_row_cooperative[xd][yd], args, 18, groups, p->wg);
+            st = fc_launch(ctx,
+                           fc_layout_kernel(k->split_row_cooperative[xd][yd],
+                                            k->split_row_cooperative_aligned[xd][yd], vec),
+                           args, 18, groups, p->wg);
         }
         if (st == FLASHCL_SUCCESS) fc_split_state_commit(ctx, &s);
         return st;
