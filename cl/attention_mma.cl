@@ -4,8 +4,8 @@
  * PTX through, and mma.sync.m16n8k16, ldmatrix and cp.async work there (probed on an H100).
  * Needs attention_common.cl (index helpers, key ranges, FC_ATTN_FORWARD_PARAMS).
  *
- * The schedule is FlashAttention-2's, as in cuda/attention_tc.cuh: a work-group of FC_MMA_WARPS
- * warps owns 16·FC_MMA_WARPS packed rows (head-major, as every OpenCL attention kernel packs
+ * The schedule is FlashAttention-2's, as in cuda/attention_tc.cuh: a work-group of WARPS
+ * warps (FC_MMA_WARPS, or 2 in the _w2 kernels) owns 16·WARPS packed rows (head-major, as every OpenCL attention kernel packs
  * them: row = g·Sq + i), each warp 16 of them. Q is copied once into local memory and from
  * there into registers (A fragments); K and V blocks of KEYS keys stream through a two-slot
  * ring of local memory with cp.async, the next block's copy in flight during this block's
@@ -27,14 +27,12 @@
 #ifndef FC_MMA_WARPS
 #define FC_MMA_WARPS 4
 #endif
-#define FC_MMA_THREADS (32 * FC_MMA_WARPS)
-#define FC_MMA_ROWS (16 * FC_MMA_WARPS)
 /* (DP, KEYS) of the two kernels; arrays are sized for the larger. */
 #define FC_MMA_DP_MAX 128
 #define FC_MMA_KEYS_MAX 64
 #define FC_MMA_STRIDE(DP) ((DP) + 8)
-#define FC_MMA_SMEM(DP, KEYS)                                                                  \
-    FC_ATTN_MAX2(FC_MMA_ROWS * FC_MMA_STRIDE(DP), 4 * (KEYS) * FC_MMA_STRIDE(DP))
+#define FC_MMA_SMEM(DP, KEYS, WARPS)                                                           \
+    FC_ATTN_MAX2(16 * (WARPS) * FC_MMA_STRIDE(DP), 4 * (KEYS) * FC_MMA_STRIDE(DP))
 
 /* ---- PTX wrappers -------------------------------------------------------------------------- */
 
@@ -112,12 +110,12 @@ FC_INLINE float fc_mma_exp2(float x)
  * add nothing to a dot product and missing keys carry no NaN into P·V. */
 FC_INLINE void fc_mma_load_rows(__local ushort *tile, __global const uchar *base, ulong head,
                                 long step, int j0, int ke, int D, int lid, const int DP,
-                                const int KEYS)
+                                const int KEYS, const int THREADS)
 {
     const int CHUNKS = DP / 8;
 #pragma unroll
-    for (int it = 0; it < KEYS * CHUNKS / FC_MMA_THREADS; it++) {
-        const int idx = it * FC_MMA_THREADS + lid, r = idx / CHUNKS, c = idx % CHUNKS;
+    for (int it = 0; it < KEYS * CHUNKS / THREADS; it++) {
+        const int idx = it * THREADS + lid, r = idx / CHUNKS, c = idx % CHUNKS;
         const int ok = j0 + r < ke && c * 8 < D;
         const __global uchar *src =
             ok ? base + 2 * (head + (ulong)((long)(j0 + r) * step) + (ulong)(c * 8)) : base;
@@ -130,9 +128,10 @@ FC_INLINE void fc_mma_forward(__global const uchar *q, __global const uchar *k,
                               long4 qs, long4 ks, long4 vs, long4 os, long4 ls, int4 dims,
                               int4 grid, int4 mask, float2 score, long2 split_stride,
                               int tail, __local ushort *smem, const int DT, const int DP,
-                              const int KEYS)
+                              const int KEYS, const int WARPS)
 {
     const int STRIDE = FC_MMA_STRIDE(DP), NT = KEYS / 8, DT8 = DP / 8, KD = DP / 16;
+    const int THREADS = 32 * WARPS, ROWS = 16 * WARPS;
     const int SLOT = 2 * KEYS * STRIDE; /* one ring slot: K then V */
     const int Sq = dims.x, D = dims.z, G = dims.w, out_dt = mask.z, has_lse = mask.w;
     const int lid = (int)get_local_id(0), warp = lid / 32, lane = lid % 32;
@@ -140,7 +139,7 @@ FC_INLINE void fc_mma_forward(__global const uchar *q, __global const uchar *k,
 
     /* Which tile and split (reversed: causal tiles with the most keys start first), its keys
      * and the keys every row sees. */
-    FC_ATTN_PLACE(pl, dims, grid, mask, FC_MMA_ROWS, 1, tail)
+    FC_ATTN_PLACE(pl, dims, grid, mask, ROWS, 1, tail)
     const int split = pl.split, b = pl.b, kvh = pl.kvh, rows = pl.rows, r0 = pl.r0, ke = pl.ke;
     const long j_begin = pl.j_begin, j_end = pl.j_end, full_lo = pl.full_lo, full_hi = pl.full_hi;
     const int first_block = (int)(j_begin / KEYS);
@@ -179,8 +178,8 @@ FC_INLINE void fc_mma_forward(__global const uchar *q, __global const uchar *k,
         /* Q once, through local memory into A fragments; then the ring takes the bytes. */
         const int CHUNKS = DP / 8;
 #pragma unroll
-        for (int it = 0; it < FC_MMA_ROWS * CHUNKS / FC_MMA_THREADS; it++) {
-            const int idx = it * FC_MMA_THREADS + lid, r = idx / CHUNKS, c = idx % CHUNKS;
+        for (int it = 0; it < ROWS * CHUNKS / THREADS; it++) {
+            const int idx = it * THREADS + lid, r = idx / CHUNKS, c = idx % CHUNKS;
             const int2 gi = fc_attn_divmod(r0 + r, Sq);
             const int ok = r0 + r < rows && c * 8 < D;
             const __global uchar *src =
@@ -193,9 +192,10 @@ FC_INLINE void fc_mma_forward(__global const uchar *q, __global const uchar *k,
 #pragma unroll
         for (int kk = 0; kk < KD; kk++) qa[kk] = fc_mma_ldmatrix(q_frag + kk * 32);
         barrier(CLK_LOCAL_MEM_FENCE); /* every warp holds its Q: the ring may overwrite it */
-        fc_mma_load_rows(smem, k, k_head, ks.y, last_block * KEYS, ke, D, lid, DP, KEYS);
+        fc_mma_load_rows(smem, k, k_head, ks.y, last_block * KEYS, ke, D, lid, DP, KEYS,
+                         THREADS);
         fc_mma_load_rows(smem + KEYS * STRIDE, v, v_head, vs.y, last_block * KEYS, ke, D, lid,
-                         DP, KEYS);
+                         DP, KEYS, THREADS);
         fc_mma_cp_commit();
     }
 
@@ -211,9 +211,9 @@ FC_INLINE void fc_mma_forward(__global const uchar *q, __global const uchar *k,
         barrier(CLK_LOCAL_MEM_FENCE); /* ... everyone's, and the other slot is free */
         if (blk > first_block) {      /* the next block streams in during this one */
             __local ushort *next = smem + (slot ^ 1) * SLOT;
-            fc_mma_load_rows(next, k, k_head, ks.y, n0 - KEYS, ke, D, lid, DP, KEYS);
+            fc_mma_load_rows(next, k, k_head, ks.y, n0 - KEYS, ke, D, lid, DP, KEYS, THREADS);
             fc_mma_load_rows(next + KEYS * STRIDE, v, v_head, vs.y, n0 - KEYS, ke, D, lid, DP,
-                             KEYS);
+                             KEYS, THREADS);
             fc_mma_cp_commit();
         }
         const uint k_frag = k_frag0 + (uint)(slot * SLOT * 2);
@@ -345,7 +345,7 @@ FC_INLINE void fc_mma_forward(__global const uchar *q, __global const uchar *k,
     barrier(CLK_LOCAL_MEM_FENCE);
     {
         const int CHUNKS = DP / 8;
-        for (int idx = lid; idx < FC_MMA_ROWS * CHUNKS; idx += FC_MMA_THREADS) {
+        for (int idx = lid; idx < ROWS * CHUNKS; idx += THREADS) {
             const int r = idx / CHUNKS, cc = idx % CHUNKS;
             if (r0 + r >= rows || cc * 8 >= D) continue;
             const int2 gi = fc_attn_divmod(r0 + r, Sq);
@@ -355,16 +355,28 @@ FC_INLINE void fc_mma_forward(__global const uchar *q, __global const uchar *k,
     }
 }
 
-#define FC_MMA_KERNEL(name, DT, DP, KEYS)                                                       \
-    __kernel __attribute__((reqd_work_group_size(FC_MMA_THREADS, 1, 1))) void name(           \
+#define FC_MMA_KERNEL(name, DT, DP, KEYS, WARPS)                                                \
+    __kernel __attribute__((reqd_work_group_size(32 * (WARPS), 1, 1))) void name(              \
         FC_ATTN_FORWARD_PARAMS)                                                                \
     {                                                                                          \
-        __local ushort smem[FC_MMA_SMEM(DP, KEYS)] __attribute__((aligned(16)));               \
+        __local ushort smem[FC_MMA_SMEM(DP, KEYS, WARPS)] __attribute__((aligned(16)));        \
         (void)aligned, (void)in_dtype;                                                         \
         fc_mma_forward(q, k, v, o, lse, qs, ks, vs, os, ls, dims, grid, mask, score,          \
-                       split_stride, tail, smem, DT, DP, KEYS);                                \
+                       split_stride, tail, smem, DT, DP, KEYS, WARPS);                         \
     }
-FC_MMA_KERNEL(fc_attn_mma_d64_f16, FC_ATTN_F16, 64, 64)
-FC_MMA_KERNEL(fc_attn_mma_d64_bf16, FC_ATTN_BF16, 64, 64)
-FC_MMA_KERNEL(fc_attn_mma_d128_f16, FC_ATTN_F16, 128, 32)
-FC_MMA_KERNEL(fc_attn_mma_d128_bf16, FC_ATTN_BF16, 128, 32)
+FC_MMA_KERNEL(fc_attn_mma_d64_f16, FC_ATTN_F16, 64, 64, FC_MMA_WARPS)
+FC_MMA_KERNEL(fc_attn_mma_d64_bf16, FC_ATTN_BF16, 64, 64, FC_MMA_WARPS)
+FC_MMA_KERNEL(fc_attn_mma_d128_f16, FC_ATTN_F16, 128, 32, FC_MMA_WARPS)
+FC_MMA_KERNEL(fc_attn_mma_d128_bf16, FC_ATTN_BF16, 128, 32, FC_MMA_WARPS)
+/* Two warps, for calls whose packed rows per kv head fit 32 (decode: GQA 8 at Sq 1 to 4, MHA):
+ * with four warps, two or three of them computed rows that do not exist while every warp shared
+ * the K/V copies. H200, NVIDIA OpenCL, f16, ms against four warps in the same call: Hq32 Hkv4
+ * D128 Sq1 Sk65536 0.0500 against 0.0549 (K+V at 2686 GB/s against 2446), B8 Sk8192 0.0480
+ * against 0.0549, Sk131072 0.0855 against 0.0939, Sk16384 0.0190 against 0.0224; Sq4 (32 rows)
+ * 0.0524 against 0.0569; Hq32 Hkv32 Sk16384 0.0812 against 0.0996; prefill unchanged. More
+ * splits than the default lost at B8 Sk8192 (0.0700 with 128)
+ * (bench/results/2026-11-26-h200-s20-opencl-decode-warps.txt). */
+FC_MMA_KERNEL(fc_attn_mma_d64_f16_w2, FC_ATTN_F16, 64, 64, 2)
+FC_MMA_KERNEL(fc_attn_mma_d64_bf16_w2, FC_ATTN_BF16, 64, 64, 2)
+FC_MMA_KERNEL(fc_attn_mma_d128_f16_w2, FC_ATTN_F16, 128, 32, 2)
+FC_MMA_KERNEL(fc_attn_mma_d128_bf16_w2, FC_ATTN_BF16, 128, 32, 2)

@@ -49,16 +49,22 @@ flashcl_status fc_cl_attention_mma_create_kernels(fc_cl_context *ctx, cl_program
     ak->mma_warps = mma_warps();
     for (c = 0; c < FC_ATTN_MMA_CLASSES; c++)
         for (dt = 0; dt < 2; dt++) {
-            char name[64];
-            size_t max_wg = 0;
-            flashcl_status st;
-            snprintf(name, sizeof name, "fc_attn_mma_d%d_%s", fc_mma_dim[c], dt_name[dt]);
-            st = fc_attn_create_kernel(ctx, program, name, &ak->mma[c][dt], &max_wg);
-            if (st != FLASHCL_SUCCESS) return st;
-            /* Too many registers for the work-group: the tiled kernel takes these calls. */
-            if (max_wg < (size_t)(32 * ak->mma_warps)) {
-                clReleaseKernel(ak->mma[c][dt]);
-                ak->mma[c][dt] = NULL;
+            int w2;
+            for (w2 = 0; w2 < 2; w2++) {
+                char name[64];
+                size_t max_wg = 0;
+                cl_kernel *k = w2 ? &ak->mma_w2[c][dt] : &ak->mma[c][dt];
+                flashcl_status st;
+                snprintf(name, sizeof name, "fc_attn_mma_d%d_%s%s", fc_mma_dim[c], dt_name[dt],
+                         w2 ? "_w2" : "");
+                st = fc_attn_create_kernel(ctx, program, name, k, &max_wg);
+                if (st != FLASHCL_SUCCESS) return st;
+                /* Too many registers for the work-group: the tiled kernel takes these calls
+                 * (or, for the two-warp kernel, the other one). */
+                if (max_wg < (size_t)(32 * (w2 ? 2 : ak->mma_warps))) {
+                    clReleaseKernel(*k);
+                    *k = NULL;
+                }
             }
         }
     return FLASHCL_SUCCESS;
@@ -71,7 +77,9 @@ void fc_cl_attention_mma_release_kernels(fc_cl_context *ctx, int part)
     for (c = 0; c < FC_ATTN_MMA_CLASSES; c++)
         for (dt = 0; dt < 2; dt++) {
             if (ctx->attention.mma[c][dt]) clReleaseKernel(ctx->attention.mma[c][dt]);
+            if (ctx->attention.mma_w2[c][dt]) clReleaseKernel(ctx->attention.mma_w2[c][dt]);
             ctx->attention.mma[c][dt] = NULL;
+            ctx->attention.mma_w2[c][dt] = NULL;
         }
 }
 
@@ -86,9 +94,13 @@ int fc_attn_mma_pick(const fc_cl_context *ctx, const fc_attention_desc *d, fc_at
         !fc_attn_rows_aligned(ctx, d->v_offset, d->dtype, d->v_strides, 3, 8) ||
         !fc_attn_rows_aligned(ctx, d->o_offset, d->dtype, d->o_strides, 3, 8))
         return 0;
-    out->kernel = ak->mma[c][dt];
-    out->wg = (size_t)(32 * ak->mma_warps);
-    out->rows = 16 * ak->mma_warps;
+    /* Packed rows of a kv head that fit two warps: the two-warp kernel, unless the other has
+     * fewer warps (FLASHCL_ATTENTION_MMA_WARPS=1 or 2, or none). */
+    const int w2 = ak->mma_w2[c][dt] && ak->mma_warps > 2 &&
+                   (d->heads_q / d->heads_kv) * d->seqlen_q <= 32;
+    out->kernel = w2 ? ak->mma_w2[c][dt] : ak->mma[c][dt];
+    out->wg = (size_t)(32 * (w2 ? 2 : ak->mma_warps));
+    out->rows = 16 * (w2 ? 2 : ak->mma_warps);
     out->keys = fc_mma_keys[c];
     return 1;
 }
