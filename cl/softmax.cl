@@ -28,7 +28,9 @@
  *       kernel whose work-groups are ordered by tickets so that a slice's second read hits
  *       the cache.
  * X, Y in f32, f16, bf16: every (input, output) pair is instantiated at the end of the file,
- * for the input dtypes FC_DTYPES selects (cl/dtype.h).
+ * for the input dtypes FC_DTYPES selects (cl/dtype.h). On GPUs the rows held and the
+ * cooperative split row also come as *_aligned twins for rows that start 16-byte aligned
+ * (FC_ALIGNED_KERNELS, at the instantiation).
  *
  * Elements move in 16-byte chunks of n = 4 (f32) or 8 (f16, bf16) input elements: work-item
  * `i` of a team of `w` takes elements n*(i + k*w) .. +n-1 for k = 0, 1, ... With `vec` set (row
