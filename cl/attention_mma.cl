@@ -4,16 +4,16 @@
  * PTX through, and mma.sync.m16n8k16, ldmatrix and cp.async work there (probed on an H100).
  * Needs attention_common.cl (index helpers, key ranges, FC_ATTN_FORWARD_PARAMS).
  *
- * The schedule is FlashAttention-2's, as in cuda/attention_tc.cuh: a work-group of WARPS
- * warps (FC_MMA_WARPS, or 2 in the _w2 kernels) owns 16·WARPS packed rows (head-major, as every OpenCL attention kernel packs
- * them: row = g·Sq + i), each warp 16 of them. Q is copied once into local memory and from
- * there into registers (A fragments); K and V blocks of KEYS keys stream through a two-slot
- * ring of local memory with cp.async, the next block's copy in flight during this block's
+ * The schedule is FlashAttention-2's, as in cuda/attention_tc.cuh: a work-group of WARPS warps
+ * (FC_MMA_WARPS, or 2 in the _w2 kernels) owns 16·WARPS packed rows (head-major, as every OpenCL
+ * attention kernel packs them: row = g·Sq + i), each warp 16 of them. Q is copied once into local
+ * memory and from there into registers (A fragments); K and V blocks of KEYS keys stream through a
+ * two-slot ring of local memory with cp.async, the next block's copy in flight during this block's
  * math, one barrier per block. Per block: S = Q·Kᵀ (ldmatrix for K), online softmax on the
  * accumulators with exp2 (scale folded into one FMA), O += P·V with P taken from the S
  * accumulators as the A operand (their layouts coincide) rounded to the storage type, V through
- * ldmatrix.trans. Blocks are walked from the last visible one down, so the ones that straddle
- * the causal diagonal or the end of the keys come first and only they pay for the mask.
+ * ldmatrix.trans. Blocks are walked from the last visible one down, so the ones that straddle the
+ * causal diagonal or the end of the keys come first and only they pay for the mask.
  *
  * Local memory (16-bit elements, rows padded by 8 so that the 8 rows one ldmatrix phase reads
  * fall into different banks): Q [ROWS][DP + 8] at first, then the ring of 2 × (K, V)

@@ -14,6 +14,7 @@
 static const int fc_mma_dim[FC_ATTN_MMA_CLASSES] = {64, 128};
 static const int fc_mma_keys[FC_ATTN_MMA_CLASSES] = {64, 32};
 #define FC_MMA_DEFAULT_WARPS 4
+#define FC_MMA_W2_WARPS 2 /* the _w2 kernels' (cl/attention_mma.cl) */
 
 /* NVIDIA GPUs from compute capability 8.0 (cp.async, bf16 mma) through the PTX pass-through
  * of NVIDIA's OpenCL driver. FLASHCL_ATTENTION_NO_MMA=1 leaves the program out (A/B runs). */
@@ -54,6 +55,7 @@ flashcl_status fc_cl_attention_mma_create_kernels(fc_cl_context *ctx, cl_program
                 char name[64];
                 size_t max_wg = 0;
                 cl_kernel *k = w2 ? &ak->mma_w2[c][dt] : &ak->mma[c][dt];
+                const int warps = w2 ? FC_MMA_W2_WARPS : ak->mma_warps;
                 flashcl_status st;
                 snprintf(name, sizeof name, "fc_attn_mma_d%d_%s%s", fc_mma_dim[c], dt_name[dt],
                          w2 ? "_w2" : "");
@@ -61,7 +63,7 @@ flashcl_status fc_cl_attention_mma_create_kernels(fc_cl_context *ctx, cl_program
                 if (st != FLASHCL_SUCCESS) return st;
                 /* Too many registers for the work-group: the tiled kernel takes these calls
                  * (or, for the two-warp kernel, the other one). */
-                if (max_wg < (size_t)(32 * (w2 ? 2 : ak->mma_warps))) {
+                if (max_wg < (size_t)(32 * warps)) {
                     clReleaseKernel(*k);
                     *k = NULL;
                 }
@@ -96,11 +98,12 @@ int fc_attn_mma_pick(const fc_cl_context *ctx, const fc_attention_desc *d, fc_at
         return 0;
     /* Packed rows of a kv head that fit two warps: the two-warp kernel, unless the other has
      * fewer warps (FLASHCL_ATTENTION_MMA_WARPS=1 or 2, or none). */
-    const int w2 = ak->mma_w2[c][dt] && ak->mma_warps > 2 &&
-                   (d->heads_q / d->heads_kv) * d->seqlen_q <= 32;
+    const int w2 = ak->mma_w2[c][dt] && ak->mma_warps > FC_MMA_W2_WARPS &&
+                   (d->heads_q / d->heads_kv) * d->seqlen_q <= 16 * FC_MMA_W2_WARPS;
+    const int warps = w2 ? FC_MMA_W2_WARPS : ak->mma_warps;
     out->kernel = w2 ? ak->mma_w2[c][dt] : ak->mma[c][dt];
-    out->wg = (size_t)(32 * (w2 ? 2 : ak->mma_warps));
-    out->rows = 16 * (w2 ? 2 : ak->mma_warps);
+    out->wg = (size_t)(32 * warps);
+    out->rows = 16 * warps;
     out->keys = fc_mma_keys[c];
     return 1;
 }

@@ -6,8 +6,6 @@
 #include "../text.h"
 #include "softmax_tuning.h"
 
-/* A pure function of the device, so the options (at build time) and the launch limits (at
- * kernel creation, also for a program loaded from the cache) always agree. */
 void fc_softmax_tune(const fc_cl_device *dev, fc_softmax_tuning *t)
 {
     size_t dev_wg = dev->max_work_group_size ? dev->max_work_group_size : 64;
