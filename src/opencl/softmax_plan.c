@@ -193,6 +193,24 @@ static int fc_plan_coop(fc_plan *p, const fc_cl_device *dev, const fc_softmax_ke
         if (wg * 2 > k->coop_wg) return 0;
         wg *= 2;
     }
+    /* 16-bit slices of 64 elements a work-item (NVIDIA's programs) are issue-bound: a group
+     * pays for every element it could hold, so a row that fills its slices only in part runs
+     * at the speed of a full one. Groups of 64 where that fills the slices clearly better (by
+     * more than 5 points). H100, NVIDIA OpenCL, 2026-11-26, f16, ms, 128 -> 64 in the same call:
+     * 16384x12288 (75 % -> 100 % filled) 0.331 -> 0.282, 16384x10000 (61 -> 81 %) 0.308 ->
+     * 0.262, 32768x9000 (55 -> 73 %) 0.584 -> 0.499, 2048x20000 (81 -> 98 %) 0.073 -> 0.0665;
+     * on rows that fill either size, 64 was 0-1.5 % slower (8192x16384 0.188 -> 0.191,
+     * 1024x131072 0.196 -> 0.199), and f32 (32 elements, memory-bound) 2-3 % slower
+     * (bench/results/2026-11-26-h100-s20-coop-wg64.txt). */
+    if (!env && x_dtype != FLASHCL_F32 && elems == 64 && wg == 128 && slices > 1) {
+        const uint64_t slices64 = (ucols + 64 * elems - 1) / (64 * elems);
+        const double fill128 = (double)ucols / (double)(slices * 128 * elems);
+        const double fill64 = (double)ucols / (double)(slices64 * 64 * elems);
+        if (slices64 <= dev->compute_units && fill64 > fill128 + 0.05) {
+            wg = 64;
+            slices = slices64;
+        }
+    }
     if (slices == 1) {
         const size_t need = fc_ceil_pow2((size_t)((ucols + elems - 1) / elems));
         wg = need < 32 ? 32 : need;
