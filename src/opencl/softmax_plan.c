@@ -201,7 +201,9 @@ static int fc_plan_coop(fc_plan *p, const fc_cl_device *dev, const fc_softmax_ke
      * 0.262, 32768x9000 (55 -> 73 %) 0.584 -> 0.499, 2048x20000 (81 -> 98 %) 0.073 -> 0.0665;
      * on rows that fill either size, 64 was 0-1.5 % slower (8192x16384 0.188 -> 0.191,
      * 1024x131072 0.196 -> 0.199), and f32 (32 elements, memory-bound) 2-3 % slower
-     * (bench/results/2026-11-26-h100-s20-coop-wg64.txt). */
+     * (bench/results/2026-11-26-h100-s20-coop-wg64.txt). H200, f16 (bf16 alike): 16384x12288
+     * 0.287 -> 0.226, 16384x10000 0.285 -> 0.226, 32768x9000 0.562 -> 0.442, 2048x20000 0.064
+     * -> 0.057; full rows within 0.5 % (bench/results/2026-11-26-h200-s21-coop-wg64-landed.txt). */
     if (!env && x_dtype != FLASHCL_F32 && elems == 64 && wg == 128 && slices > 1) {
         const uint64_t slices64 = (ucols + 64 * elems - 1) / (64 * elems);
         const double fill128 = (double)ucols / (double)(slices * 128 * elems);
