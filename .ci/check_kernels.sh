@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Checks the softmax kernels (cl/portability.h, cl/dtype.h, cl/softmax_exp.h, cl/softmax.cl,
-# cl/softmax_cooperative.cl, cl/softmax_ordered.cl, cl/softmax_rows_vector.cl) without a GPU:
+# cl/softmax_kernels.cl, cl/softmax_cooperative.cl, cl/softmax_ordered.cl,
+# cl/softmax_rows_vector.cl) without a GPU:
 #  1. compiles them with clang for AMD gfx90a, SPIR (spir64) and, when clang can, NVIDIA
 #     (nvptx64-nvidia-nvcl), with every option set src/opencl/softmax.c can produce for such a
 #     device, both as the library builds them (the program's files concatenated, -DFLASHCL_EMBEDDED)
@@ -30,7 +31,7 @@ fi
 resource_include="$("$CLANG" -print-resource-dir)/include"
 echo "== compiling the softmax kernels with $CLANG ($("$CLANG" --version | head -n1))"
 
-cat cl/portability.h cl/dtype.h cl/softmax_exp.h cl/softmax.cl cl/softmax_cooperative.cl cl/softmax_ordered.cl cl/softmax_rows_vector.cl \
+cat cl/portability.h cl/dtype.h cl/softmax_exp.h cl/softmax.cl cl/softmax_kernels.cl cl/softmax_cooperative.cl cl/softmax_ordered.cl cl/softmax_rows_vector.cl \
     > "$work/embedded.cl"
 
 # job NAME MODE "clang target flags" "option set": compiles in the background; results are

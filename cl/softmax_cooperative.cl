@@ -12,7 +12,7 @@
  * gathers the row: 4096 x 32768 f16 / bf16 went from 82 / 78 % of copy bandwidth to 90 / 90 %,
  * 1024 x 131072 from 81 / 77 % to 87 / 87 % (bench/results/2026-11-25-h100-session11.md). */
 #ifndef FLASHCL_EMBEDDED
-#include "softmax.cl"
+#include "softmax_kernels.cl" /* and through it softmax.cl */
 #endif
 
 #if FC_COOP /* 64-bit atomics, fc_wait_word and fc_md_pack: softmax.cl */
