@@ -96,5 +96,9 @@ typedef struct fc_softmax_args {
  * per SM (64 registers per thread still), slices of twice the columns. */
 #define FC_SOFTMAX_SPLIT_HELD_WIDE_THREADS 512
 #define FC_SOFTMAX_SPLIT_HELD_WIDE_BLOCKS_PER_SM 2
+/* Its narrow form (aligned f32 rows): blocks of NARROW_THREADS, NARROW_BLOCKS_PER_SM of them per
+ * SM, slices of half the columns, as the OpenCL cooperative split row's groups of 128. */
+#define FC_SOFTMAX_SPLIT_HELD_NARROW_THREADS 128
+#define FC_SOFTMAX_SPLIT_HELD_NARROW_BLOCKS_PER_SM 8
 
 #endif

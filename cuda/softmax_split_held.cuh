@@ -496,3 +496,9 @@ FC_SOFTMAX_FOR_DTYPES(FC_SPLIT_HELD_PIPELINED_KERNEL, 0)
                                   FC_SOFTMAX_SPLIT_HELD_BITS_ITEMS>)
 FC_SPLIT_HELD_WIDE_KERNEL(f16, FC_F16)
 FC_SPLIT_HELD_WIDE_KERNEL(bf16, FC_BF16)
+/* The narrow one-ticket kernel for aligned f32 rows: blocks of NARROW_THREADS holding slices of
+ * 4096 columns as floats (softmax_plan.c, fc_cuda_pick_held). */
+FC_SPLIT_HELD_ENTRY(split_held_narrow, f32, FC_SOFTMAX_SPLIT_HELD_NARROW_THREADS,
+                    FC_SOFTMAX_SPLIT_HELD_NARROW_BLOCKS_PER_SM, softmax_split_held,
+                    held_floats<FC_F32, FC_SOFTMAX_SPLIT_HELD_NARROW_THREADS,
+                                FC_SOFTMAX_SPLIT_HELD_ITEMS>)

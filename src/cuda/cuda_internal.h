@@ -96,6 +96,9 @@ typedef struct fc_cuda_kernels {
      * (FC_SOFTMAX_SPLIT_HELD_WIDE_THREADS a block, NULL for f32) and its blocks per SM. */
     CUfunction softmax_split_held_wide[FC_CUDA_DTYPES];
     int softmax_split_held_wide_blocks_per_sm[FC_CUDA_DTYPES];
+    /* ... and the narrow form (f32 only: blocks of 128, slices of 4096 columns as floats) */
+    CUfunction softmax_split_held_narrow[FC_CUDA_DTYPES];
+    int softmax_split_held_narrow_blocks_per_sm[FC_CUDA_DTYPES];
     fc_cuda_attention_kernel attention_tc[FC_TC_CONFIG_COUNT][2];        /* [config][f16, bf16] */
     fc_cuda_attention_kernel attention_tc_decode[FC_TC_DECODE_CONFIG_COUNT][2];
     fc_cuda_attention_kernel attention_wgmma[FC_WGMMA_CONFIG_COUNT][2]; /* usable on cc 9.0 only */

@@ -18,7 +18,8 @@
  *                     the second time from L2): 16-bit rows past 32768 columns in at most 32
  *                     chunks, where it measured faster than the resident split (see choose()).
  *   split-held        (cuda/softmax_split_held.cuh) slices of 8192 columns (16384 for 16-bit
- *                     inputs, held as their bits), one per 256-thread block, in registers;
+ *                     inputs, held as their bits; 4096 in 128-thread blocks for aligned f32
+ *                     rows of few slices), one per 256-thread block, in registers;
  *                     a plain grid of rows * slices blocks, each taking its
  *                     (row, slice) by ticket in the order blocks start, exchanging (max, sum)
  *                     as published words on state its blocks clear for the next launch (no
@@ -39,8 +40,10 @@
  * split-held kernel, 16-bit rows in the f32 register configurations), for A/B measurements;
  * FLASHCL_CUDA_SOFTMAX_SPLIT_HELD=0 leaves the split-held kernel out (AUTO and forced SPLIT_ROW
  * then choose as before it), for A/B measurements;
- * FLASHCL_CUDA_SOFTMAX_NO_HELD_BITS=1 holds split-held slices as f32 (8192 columns), in the
- * one-ticket kernel; FLASHCL_CUDA_SOFTMAX_PIPELINE_SLICES=n sends split-held rows of at least
+ * FLASHCL_CUDA_SOFTMAX_NO_HELD_BITS=1 holds split-held slices as f32 (8192 columns; 4096 for
+ * f32 inputs), in the one-ticket kernel; FLASHCL_CUDA_SOFTMAX_NO_NARROW=1 gives aligned f32 rows
+ * the one-ticket kernel's blocks of 256 (8192 columns) instead of 128 (4096);
+ * FLASHCL_CUDA_SOFTMAX_PIPELINE_SLICES=n sends split-held rows of at least
  * n slices to the pipelined kernel (by default rows of 32 or more, when they are more slices
  * than its grid's blocks);
  * FLASHCL_CUDA_SOFTMAX_NO_SHIFT=1 loads and stores unaligned rows element by element in the
@@ -243,6 +246,18 @@ fc_cuda_held_kernels fc_cuda_pick_held(const fc_cuda_context *ctx, const fc_soft
         h.slice_cols = FC_SPLIT_HELD_SLICE;
         h.blocks_per_sm = k->softmax_split_held_shifted_blocks_per_sm[dt];
         h.shift = 16 / (int64_t)fc_cuda_dtype_bytes(d->x_dtype) - 1;
+    } else if (f32 && k->softmax_split_held_narrow[dt] &&
+               !fc_env_flag("FLASHCL_CUDA_SOFTMAX_NO_NARROW")) {
+        /* Aligned f32 rows in blocks of 128 (slices of 4096 columns) rather than 256: several
+         * blocks share an SM, so one's wait for its row overlaps another's loads, as in the
+         * OpenCL cooperative split row. H200, 2026-11-26, ms, against the 256-thread kernel in
+         * the same call (FLASHCL_CUDA_SOFTMAX_NO_NARROW=1 restores it): 1024x131072 0.2999
+         * against 0.3103, 2048x65536 0.3008 against 0.3026, 4096x40000 0.3617 against 0.3629
+         * (bench/results/2026-11-26-h200-s21-cuda-narrow-held.txt). */
+        h.kernel = k->softmax_split_held_narrow[dt];
+        h.slice_cols = FC_SPLIT_HELD_NARROW_SLICE;
+        h.blocks_per_sm = k->softmax_split_held_narrow_blocks_per_sm[dt];
+        h.threads = FC_SOFTMAX_SPLIT_HELD_NARROW_THREADS;
     } else {
         h.kernel = k->softmax_split_held[dt];
         h.slice_cols = FC_SPLIT_HELD_SLICE;

@@ -13,6 +13,8 @@
     ((int64_t)FC_SOFTMAX_SPLIT_HELD_THREADS * FC_SOFTMAX_SPLIT_HELD_BITS_ITEMS)
 #define FC_SPLIT_HELD_WIDE_SLICE \
     ((int64_t)FC_SOFTMAX_SPLIT_HELD_WIDE_THREADS * FC_SOFTMAX_SPLIT_HELD_BITS_ITEMS)
+#define FC_SPLIT_HELD_NARROW_SLICE \
+    ((int64_t)FC_SOFTMAX_SPLIT_HELD_NARROW_THREADS * FC_SOFTMAX_SPLIT_HELD_ITEMS)
 #define FC_MAX_GRID_X 0x7fffffffu
 
 /* The variants softmax.c launches (the file comment of softmax_plan.c describes them). */

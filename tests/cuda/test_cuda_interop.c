@@ -305,9 +305,10 @@ static void test_softmax_on_wrapped_memory(void **state) {
 /* The split-held kernels: a call after one whose blocks cleared the state for it and a call
  * after the host cleared it (FLASHCL_CUDA_SOFTMAX_HOST_CLEAR=1, src/cuda/split_state.c) must
  * give the same bits, special rows, log-softmax, negative scales and row tails included, for
- * each kernel: the one AUTO takes, the one-ticket f32-held one
- * (FLASHCL_CUDA_SOFTMAX_NO_HELD_BITS=1; also what rows whose length is not a multiple of a
- * 16-byte vector get) and the pipelined one (FLASHCL_CUDA_SOFTMAX_PIPELINE_SLICES=1), on
+ * each kernel: the one AUTO takes (for aligned f32 rows of few slices the narrow one, 4096
+ * columns a slice), the one-ticket f32-held one in blocks of 256
+ * (FLASHCL_CUDA_SOFTMAX_NO_HELD_BITS=1 and FLASHCL_CUDA_SOFTMAX_NO_NARROW=1; also what rows
+ * whose length is not a multiple of a 16-byte vector get) and the pipelined one (FLASHCL_CUDA_SOFTMAX_PIPELINE_SLICES=1), on
  * launches of fewer slices than its grid holds and of more (its blocks then take several
  * tickets each). Each is checked against host_ref. The
  * pipelined kernel computes the one-ticket kernels' expressions over the same slices, so it
@@ -373,7 +374,8 @@ static void test_split_held_kernels_agree(void **state) {
         snprintf(what, sizeof what, "%s->%s %lldx%lld scale %g%s", host_ref_dtype_name(xt),
                  host_ref_dtype_name(yt), (long long)rows, (long long)cols,
                  (double)shapes[s].scale, shapes[s].log ? " log" : "");
-        /* kernel 0: AUTO's, 1: f32-held, 2: pipelined; clear 0: by the kernels, 1: the host */
+        /* kernel 0: AUTO's, 1: f32-held (256), 2: pipelined; clear 0: by the kernels, 1: the
+         * host */
         for (int pass = 0; pass < 6; pass++) {
             const int kernel = pass / 2, host_clears = pass % 2;
             static const char *const names[] = {"AUTO's", "f32-held", "pipelined"};
@@ -381,12 +383,16 @@ static void test_split_held_kernels_agree(void **state) {
             memset(out, 0x5a, y_bytes);
             assert_int_equal(flashcl_buffer_write(yb, 0, out, y_bytes), FLASHCL_SUCCESS); /* poison */
             if (host_clears) setenv("FLASHCL_CUDA_SOFTMAX_HOST_CLEAR", "1", 1);
-            if (kernel == 1) setenv("FLASHCL_CUDA_SOFTMAX_NO_HELD_BITS", "1", 1);
+            if (kernel == 1) {
+                setenv("FLASHCL_CUDA_SOFTMAX_NO_HELD_BITS", "1", 1);
+                setenv("FLASHCL_CUDA_SOFTMAX_NO_NARROW", "1", 1);
+            }
             if (kernel == 2) setenv("FLASHCL_CUDA_SOFTMAX_PIPELINE_SLICES", "1", 1);
             if (flashcl_softmax(g_ctx, &params, &x, &y) != FLASHCL_SUCCESS)
                 fail_msg("flashcl_softmax: %s", flashcl_last_error());
             unsetenv("FLASHCL_CUDA_SOFTMAX_HOST_CLEAR");
             unsetenv("FLASHCL_CUDA_SOFTMAX_NO_HELD_BITS");
+            unsetenv("FLASHCL_CUDA_SOFTMAX_NO_NARROW");
             unsetenv("FLASHCL_CUDA_SOFTMAX_PIPELINE_SLICES");
             assert_int_equal(flashcl_buffer_read(yb, 0, out, y_bytes), FLASHCL_SUCCESS);
             if (!host_clears) continue;
