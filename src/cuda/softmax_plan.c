@@ -253,7 +253,9 @@ fc_cuda_held_kernels fc_cuda_pick_held(const fc_cuda_context *ctx, const fc_soft
          * OpenCL cooperative split row. H200, 2026-11-26, ms, against the 256-thread kernel in
          * the same call (FLASHCL_CUDA_SOFTMAX_NO_NARROW=1 restores it): 1024x131072 0.2999
          * against 0.3103, 2048x65536 0.3008 against 0.3026, 4096x40000 0.3617 against 0.3629
-         * (bench/results/2026-11-26-h200-s21-cuda-narrow-held.txt). */
+         * (bench/results/2026-11-26-h200-s21-cuda-narrow-held.txt); on an H100 within 0.7 %
+         * either way (256x131072 2.4 % faster), and blocks of 64 were 2-9 % slower there
+         * (bench/results/2026-11-26-h100-s21-cuda-narrow-held.txt). */
         h.kernel = k->softmax_split_held_narrow[dt];
         h.slice_cols = FC_SPLIT_HELD_NARROW_SLICE;
         h.blocks_per_sm = k->softmax_split_held_narrow_blocks_per_sm[dt];
