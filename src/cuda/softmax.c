@@ -13,6 +13,9 @@
 _Static_assert(sizeof(fc_softmax_args) == FC_SOFTMAX_ARGS_BYTES,
                "fc_softmax_args differs from the layout the kernels were compiled with");
 
+#define FC_STREAM_STEP ((int64_t)FC_SOFTMAX_STREAM_THREADS * FC_SOFTMAX_STREAM_VALUES)
+#define FC_MAX_GRID_X 0x7fffffffu
+
 /* Whether every row of a view starts on an `align`-byte boundary. */
 static int rows_aligned(uint64_t address, int64_t rows, int64_t stride, size_t bytes,
                         size_t align) {
@@ -34,10 +37,6 @@ static flashcl_status launch(fc_cuda_context *ctx, CUfunction f, uint64_t blocks
                        "cuLaunchKernel(%s softmax kernel, %llu blocks of %u) failed: %s (%d)", what,
                        (unsigned long long)blocks, threads, fc_cu_error_name(r), (int)r);
     return FLASHCL_SUCCESS;
-}
-
-static int64_t row_capacity(int c) {
-    return (int64_t)fc_cuda_row_configs[c].group * fc_cuda_row_configs[c].items;
 }
 
 /* Rows in registers. Rows of x that do not start 16-byte aligned run in their shifted layout
@@ -64,7 +63,7 @@ static flashcl_status run_rows(fc_cuda_context *ctx, const fc_softmax_desc *d,
     int c = fc_cuda_row_config_for(d->cols, d->x_dtype, legacy);
     const int shifted = shift ? fc_cuda_row_config_for(d->cols + shift, d->x_dtype, legacy) : -1;
     a->shifted = shifted >= 0 && d->cols >= 128 &&
-                 (row_capacity(shifted) == row_capacity(c) || d->cols > 4096);
+                 (fc_cuda_row_capacity(shifted) == fc_cuda_row_capacity(c) || d->cols > 4096);
     if (a->shifted) c = shifted;
     uint64_t groups_per_block =
         (uint64_t)(fc_cuda_row_configs[c].block / fc_cuda_row_configs[c].group);

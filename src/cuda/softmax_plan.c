@@ -59,6 +59,14 @@
 #include "softmax_plan.h"
 #include "../text.h"
 
+#define FC_SPLIT_HELD_SLICE ((int64_t)FC_SOFTMAX_SPLIT_HELD_THREADS * FC_SOFTMAX_SPLIT_HELD_ITEMS)
+#define FC_SPLIT_HELD_BITS_SLICE \
+    ((int64_t)FC_SOFTMAX_SPLIT_HELD_THREADS * FC_SOFTMAX_SPLIT_HELD_BITS_ITEMS)
+#define FC_SPLIT_HELD_WIDE_SLICE \
+    ((int64_t)FC_SOFTMAX_SPLIT_HELD_WIDE_THREADS * FC_SOFTMAX_SPLIT_HELD_BITS_ITEMS)
+#define FC_SPLIT_HELD_NARROW_SLICE \
+    ((int64_t)FC_SOFTMAX_SPLIT_HELD_NARROW_THREADS * FC_SOFTMAX_SPLIT_HELD_ITEMS)
+
 const fc_cuda_row_config fc_cuda_row_configs[FC_ROW_CONFIG_COUNT] = {
 #define FC_ROW_CONFIG_ROW_(name, group, items, block) {group, items, block},
     FC_SOFTMAX_ROW_CONFIGS(FC_ROW_CONFIG_ROW_)
@@ -71,14 +79,11 @@ const fc_cuda_row_config fc_cuda_row_configs[FC_ROW_CONFIG_COUNT] = {
 int fc_cuda_row_config_for(int64_t cols, flashcl_dtype dt, int legacy) {
     int c, best = -1;
     for (c = 0; c < FC_ROW_CONFIG_COUNT; c++) {
-        const int64_t capacity =
-            (int64_t)fc_cuda_row_configs[c].group * fc_cuda_row_configs[c].items;
+        const int64_t capacity = fc_cuda_row_capacity(c);
         if (capacity < cols) continue;
         if (dt == FLASHCL_F32 || legacy) return c;
-        if (best < 0 ||
-            capacity < (int64_t)fc_cuda_row_configs[best].group * fc_cuda_row_configs[best].items ||
-            (capacity ==
-                 (int64_t)fc_cuda_row_configs[best].group * fc_cuda_row_configs[best].items &&
+        if (best < 0 || capacity < fc_cuda_row_capacity(best) ||
+            (capacity == fc_cuda_row_capacity(best) &&
              fc_cuda_row_configs[c].items > fc_cuda_row_configs[best].items))
             best = c;
     }

@@ -7,15 +7,6 @@
 
 #define FC_ROWS_MAX_COLS ((int64_t)1024 * 32) /* the largest configuration's capacity */
 #define FC_RESIDENT_PART ((int64_t)FC_SOFTMAX_RESIDENT_THREADS * FC_SOFTMAX_RESIDENT_ITEMS)
-#define FC_STREAM_STEP ((int64_t)FC_SOFTMAX_STREAM_THREADS * FC_SOFTMAX_STREAM_VALUES)
-#define FC_SPLIT_HELD_SLICE ((int64_t)FC_SOFTMAX_SPLIT_HELD_THREADS * FC_SOFTMAX_SPLIT_HELD_ITEMS)
-#define FC_SPLIT_HELD_BITS_SLICE \
-    ((int64_t)FC_SOFTMAX_SPLIT_HELD_THREADS * FC_SOFTMAX_SPLIT_HELD_BITS_ITEMS)
-#define FC_SPLIT_HELD_WIDE_SLICE \
-    ((int64_t)FC_SOFTMAX_SPLIT_HELD_WIDE_THREADS * FC_SOFTMAX_SPLIT_HELD_BITS_ITEMS)
-#define FC_SPLIT_HELD_NARROW_SLICE \
-    ((int64_t)FC_SOFTMAX_SPLIT_HELD_NARROW_THREADS * FC_SOFTMAX_SPLIT_HELD_ITEMS)
-#define FC_MAX_GRID_X 0x7fffffffu
 
 /* The variants softmax.c launches (the file comment of softmax_plan.c describes them). */
 typedef enum {
@@ -37,6 +28,11 @@ typedef struct fc_cuda_row_config {
     int group, items, block;
 } fc_cuda_row_config;
 extern const fc_cuda_row_config fc_cuda_row_configs[FC_ROW_CONFIG_COUNT];
+
+/* Columns configuration c holds. */
+static inline int64_t fc_cuda_row_capacity(int c) {
+    return (int64_t)fc_cuda_row_configs[c].group * fc_cuda_row_configs[c].items;
+}
 
 /* The register configuration for rows of `cols` columns of dtype dt (-1: none holds them). */
 int fc_cuda_row_config_for(int64_t cols, flashcl_dtype dt, int legacy);
