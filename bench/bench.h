@@ -55,6 +55,7 @@ typedef struct bench_options {
     int naive;               /* measure the naive baseline */
     int quiet;               /* no progress line */
     int cold;                /* first context against a fresh cache folder: always compiles */
+    int reuse_output;        /* --reuse-output: every call writes one output buffer */
     const char *json_path;
     /* attention */
     bench_attn_shape attn_shapes[BENCH_MAX_SHAPES];

@@ -248,6 +248,7 @@ int bench_write_json(const char *path, const bench_options *opts,
     j_str(&j, "command_line", cmdline);
     j_int(&j, "reps", opts->reps);
     j_bool(&j, "cold_fresh_cache_folder", opts->cold); /* --cold: first context compiled */
+    j_bool(&j, "reuse_output", opts->reuse_output); /* outputs: one buffer, or rotated */
     j_str(&j, "input", "uniform [-8, 8], output dtype = input dtype");
     j_open(&j, "devices", '[');
     for (int i = 0; i < nreports; i++)

@@ -44,6 +44,10 @@ static void usage(FILE *f)
         "                       (default auto: the library chooses)\n"
         "  -r, --reps N         timed batches per row; the median is reported (default 7)\n"
         "      --no-naive       skip the naive baseline\n"
+        "      --reuse-output   every call writes the same output buffer, as torch.softmax's\n"
+        "                       caching allocator hands back the block the last call freed\n"
+        "                       (default: inputs and outputs rotate through buffer sets\n"
+        "                       larger than the cache; torch_softmax.py does the same)\n"
         "      --cold           create the first context against a fresh cache folder, so\n"
         "                       it always compiles (slow through PoCL: minutes)\n"
         "  -j, --json FILE      also write results and device metadata as JSON\n"
@@ -248,7 +252,8 @@ static int add_attn_shape(bench_options *o, const char *item, size_t len)
     return 0;
 }
 
-enum { OPT_NO_NAIVE = 1000, OPT_VERSION, OPT_COLD, OPT_CAUSAL, OPT_NO_BASELINE };
+enum { OPT_NO_NAIVE = 1000, OPT_VERSION, OPT_COLD, OPT_CAUSAL, OPT_NO_BASELINE,
+       OPT_REUSE_OUTPUT };
 
 int main(int argc, char **argv)
 {
@@ -296,6 +301,7 @@ int main(int argc, char **argv)
         {"version", no_argument, NULL, OPT_VERSION}, {"help", no_argument, NULL, 'h'},
         {"causal", no_argument, NULL, OPT_CAUSAL},
         {"no-baseline", no_argument, NULL, OPT_NO_BASELINE},
+        {"reuse-output", no_argument, NULL, OPT_REUSE_OUTPUT},
         {NULL, 0, NULL, 0}};
     int c, softmax_opts = 0, full = 0, rc = BENCH_EXIT_OK;
     const char *softmax_only = NULL, *attention_only = NULL; /* an option of the other command */
@@ -359,6 +365,7 @@ int main(int argc, char **argv)
         case OPT_CAUSAL: o.causal = 1; attention_only = "--causal"; break;
         case OPT_NO_BASELINE: o.baseline = 0; attention_only = "--no-baseline"; break;
         case OPT_COLD: o.cold = 1; break;
+        case OPT_REUSE_OUTPUT: o.reuse_output = 1; softmax_only = "--reuse-output"; break;
         case OPT_VERSION:
             printf("flashcl-bench %d.%d.%d\n", FLASHCL_VERSION_MAJOR, FLASHCL_VERSION_MINOR,
                    FLASHCL_VERSION_PATCH);

@@ -81,21 +81,26 @@ static int pick_sets(const device_run *run, size_t pair_bytes)
 }
 
 /* Allocates up to `want` pairs of packed [rows, cols] buffers in ctx and uploads x_host into
- * each input. Fewer pairs than asked is still a measurement, once one exists. */
+ * each input. Fewer pairs than asked is still a measurement, once one exists. With
+ * --reuse-output every set's output is set 0's: one output buffer, written by every call, which
+ * stays in the cache when it fits there (torch.softmax's caching allocator does that to its
+ * output, so this is how to compare with torch measured that way). */
 static flashcl_status alloc_sets(flashcl_context *ctx, launch_state *ls, int want,
                                  bench_shape shape, flashcl_dtype dtype, const void *x_host,
                                  size_t bytes)
 {
     for (int s = 0; s < want; s++) {
-        flashcl_buffer *xb = NULL, *yb = NULL;
+        const int own_y = s == 0 || !ls->run->opts->reuse_output;
+        flashcl_buffer *xb = NULL, *yb = own_y ? NULL : ls->y[0].buffer;
         flashcl_status st = flashcl_buffer_create(ctx, bytes, &xb);
-        if (st == FLASHCL_SUCCESS)
+        if (st == FLASHCL_SUCCESS && own_y)
             st = flashcl_buffer_create(ctx, bytes, &yb);
         if (st == FLASHCL_SUCCESS)
             st = flashcl_buffer_write(xb, 0, x_host, bytes);
         if (st != FLASHCL_SUCCESS) {
             flashcl_buffer_destroy(xb);
-            flashcl_buffer_destroy(yb);
+            if (own_y)
+                flashcl_buffer_destroy(yb);
             return s > 0 ? FLASHCL_SUCCESS : st;
         }
         const flashcl_tensor t = {xb, 0, dtype, 2, {shape.rows, shape.cols, 0, 0},
@@ -112,7 +117,8 @@ static void free_sets(launch_state *ls)
 {
     for (int s = 0; s < ls->sets; s++) {
         flashcl_buffer_destroy(ls->x[s].buffer);
-        flashcl_buffer_destroy(ls->y[s].buffer);
+        if (s == 0 || ls->y[s].buffer != ls->y[0].buffer) /* --reuse-output shares set 0's */
+            flashcl_buffer_destroy(ls->y[s].buffer);
     }
     flashcl_buffer_destroy(ls->row_max);
     flashcl_buffer_destroy(ls->row_sum);
@@ -305,6 +311,9 @@ static void print_banner(const device_run *run, const char *cache_dir)
            "dtype;\n   time: median of %d batches per row; GB/s counts rows*cols*(in+out) "
            "bytes once\n",
            run->opts->log ? "log_softmax" : "softmax", run->opts->reps);
+    printf("   buffers: inputs rotate through sets larger than the cache; outputs %s\n",
+           run->opts->reuse_output ? "one buffer for every call (--reuse-output)"
+                                   : "rotate with them");
     if (run->ctx_queue && !run->twin)
         printf("   %%same: the copy kernel moving a row's bytes, one launch per call as flashcl's "
                "(its time / flashcl's):\n   what the launches leave; %%copy is of the copy "

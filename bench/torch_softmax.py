@@ -4,7 +4,13 @@
 Same shapes and dtypes as `flashcl-bench softmax`, same accounting: median time per call over
 batches timed with CUDA events after a warm-up; GB/s counts rows*cols*(in+out) bytes once;
 % of torch's own device copy bandwidth (y.copy_(x) on a large tensor, read + write counted);
-input/output buffers rotated so a cache larger than one problem does not flatter it.
+inputs and outputs rotated through buffer sets larger than the cache, as flashcl-bench does, so
+a cache larger than one problem does not flatter it: each call writes its set's preallocated
+output (torch.softmax(x, dim=-1, out=y)). --reuse-output writes one output, as
+`flashcl-bench softmax --reuse-output`. The "alloc ms" column is torch.softmax allocating its
+output, as user code calls it: the caching allocator hands back the block the previous call
+freed, so that output stays in the L2 when it fits (32768x128 f32: 16 MiB), which neither
+rotated measurement allows.
 
     python3 bench/torch_softmax.py --suite full --json torch.json
 """
@@ -95,8 +101,22 @@ def copy_bandwidth(device, reps):
     return 2 * nbytes / (ms * 1e-3) / 1e9, nbytes
 
 
-def bench_one(rows, cols, dtype, log, reps, l2_bytes, device):
+def softmax_into(log, device):
+    """fn(x, y) computing (log_)softmax of x over its last dimension into y: the out= form of
+    torch.softmax where this torch has it, else aten's _softmax.out (the same kernel)."""
     op = torch.log_softmax if log else torch.softmax
+    aten = torch.ops.aten._log_softmax if log else torch.ops.aten._softmax
+    try:
+        probe = torch.zeros(1, 2, device=device)
+        op(probe, dim=-1, out=torch.empty_like(probe))
+        return lambda x, y: op(x, dim=-1, out=y)
+    except (TypeError, RuntimeError):
+        return lambda x, y: aten.out(x, -1, False, out=y)
+
+
+def bench_one(rows, cols, dtype, log, reps, l2_bytes, device, reuse_output):
+    op = torch.log_softmax if log else torch.softmax
+    into = softmax_into(log, device)
     esz = torch.tensor([], dtype=dtype).element_size()
     pair = 2 * rows * cols * esz
     target = max(4 * l2_bytes, 256 * MIB)  # the same rule as flashcl-bench
@@ -106,10 +126,12 @@ def bench_one(rows, cols, dtype, log, reps, l2_bytes, device):
         x = torch.empty(rows, cols, dtype=torch.float32, device=device).uniform_(-8, 8)
         xs.append(x.to(dtype))
         del x
-    # torch.softmax allocates its output; the caching allocator makes that free after the
-    # first call, and it is what a user's code pays, so it stays in the measurement.
-    ms, batch = time_ms(lambda i: op(xs[i % sets], dim=-1), reps, warmup=sets)
-    return ms, batch, sets, pair
+    ys = [torch.empty_like(xs[0]) for _ in range(1 if reuse_output else sets)]
+    ms, batch = time_ms(lambda i: into(xs[i % sets], ys[i % len(ys)]), reps, warmup=sets)
+    del ys
+    # torch.softmax allocating its output: what a user's code pays, output reused hot.
+    alloc_ms, _ = time_ms(lambda i: op(xs[i % sets], dim=-1), reps, warmup=sets)
+    return ms, alloc_ms, batch, sets, pair
 
 
 def main():
@@ -120,6 +142,8 @@ def main():
     ap.add_argument("--log", action="store_true", help="log_softmax instead of softmax")
     ap.add_argument("--reps", type=int, default=7, help="timed batches, median reported")
     ap.add_argument("--device", default="cuda", help="torch device (default cuda)")
+    ap.add_argument("--reuse-output", action="store_true",
+                    help="every call writes one output buffer (as flashcl-bench --reuse-output)")
     ap.add_argument("--json", metavar="FILE", help="also write results as JSON")
     args = ap.parse_args()
     if not 1 <= args.reps <= 1000:
@@ -140,8 +164,12 @@ def main():
     print(f"   copy bandwidth: {copy_gbps:.1f} GB/s (y.copy_(x), 2 x {copy_bytes // MIB} MiB, "
           "read + write counted)")
     print(f"   torch.{'log_softmax' if args.log else 'softmax'}(x, dim=-1), uniform [-8, 8] "
-          f"inputs; median of {args.reps} batches\n")
-    print(f"{'shape':<15} {'dtype':<5} {'ms':>10} {'GB/s':>8} {'%copy':>6}")
+          f"inputs; median of {args.reps} batches")
+    print("   buffers: inputs rotate through sets larger than the cache; outputs "
+          + ("one buffer for every call (--reuse-output)" if args.reuse_output
+             else "rotate with them (out=)")
+          + ";\n   alloc ms: torch.softmax allocating its output, as user code calls it\n")
+    print(f"{'shape':<15} {'dtype':<5} {'ms':>10} {'GB/s':>8} {'%copy':>6} {'alloc ms':>10}")
 
     results, failed = [], False
     for rows, cols in shapes:
@@ -149,13 +177,14 @@ def main():
             shape = f"{rows}x{cols}"
             row = {"rows": rows, "cols": cols, "dtype": name}
             try:
-                ms, batch, sets, pair = bench_one(rows, cols, DTYPES[name], args.log, args.reps,
-                                                  l2_bytes, device)
+                ms, alloc_ms, batch, sets, pair = bench_one(
+                    rows, cols, DTYPES[name], args.log, args.reps, l2_bytes, device,
+                    args.reuse_output)
                 gbps = pair / (ms * 1e-3) / 1e9
                 row.update(status="ok", ms=ms, gbps=gbps, pct_copy=100 * gbps / copy_gbps,
-                           batch=batch, reps=args.reps, buffer_sets=sets)
+                           alloc_ms=alloc_ms, batch=batch, reps=args.reps, buffer_sets=sets)
                 print(f"{shape:<15} {name:<5} {ms:>10.4f} {gbps:>8.1f} "
-                      f"{100 * gbps / copy_gbps:>5.1f}%", flush=True)
+                      f"{100 * gbps / copy_gbps:>5.1f}% {alloc_ms:>10.4f}", flush=True)
             except (OOM_ERROR, RuntimeError) as e:  # report the row, keep going
                 if isinstance(e, OOM_ERROR) or "out of memory" in str(e):
                     row.update(status="out_of_memory")
@@ -175,6 +204,7 @@ def main():
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "command_line": " ".join([sys.executable] + sys.argv),
             "reps": args.reps,
+            "reuse_output": args.reuse_output,
             "devices": [{
                 "name": props.name,
                 "backend": "torch-cuda",
