@@ -129,6 +129,39 @@ static void test_unusual_shapes(void **state)
     }
 }
 
+/* Short 16-bit rows (up to 256 columns), which GPUs hold 16 elements a work-item in 16-byte
+ * chunks and 8 in the element layout (src/opencl/softmax_plan.c, fc_plan_held): lengths that fill
+ * a team and lengths that do not, rows that start 16-byte aligned (offset 0, pad a multiple of
+ * 8 elements), rows that do not (an odd offset: the shifted layout where it holds no more, the
+ * element layout where it would), AUTO and forced rows in registers, f16 and bf16 in and out. */
+static void test_short_16bit_rows(void **state)
+{
+    (void)state;
+    const int64_t cols[] = {8, 64, 100, 127, 128, 160, 200, 255, 256};
+    int n = 0;
+    for (size_t ci = 0; ci < sizeof cols / sizeof cols[0]; ci++) {
+        for (int layout = 0; layout < 2; layout++) {
+            tu_softmax_case c = {0};
+            c.xt = ci % 2 ? FLASHCL_BF16 : FLASHCL_F16;
+            c.yt = layout ? FLASHCL_F32 : c.xt;
+            c.rows = 1500 + (int64_t)ci;
+            c.cols = cols[ci];
+            c.x_pad = layout ? 3 : 8 - cols[ci] % 8;
+            c.x_off = layout ? 1 : 0;
+            c.y_pad = 1;
+            c.variant = ci % 3 ? FLASHCL_SOFTMAX_AUTO : FLASHCL_SOFTMAX_ROW_IN_REGISTERS;
+            c.special = 1;
+            c.kind_offset = (int)ci;
+            c.scale = layout ? -0.61f : 1.3f;
+            c.log = (int)(ci + (size_t)layout) % 2;
+            tu_softmax_check(g_ctx, &c, tu_base_seed() + 9000 + (uint64_t)(ci * 2 + (size_t)layout),
+                             NULL);
+            n++;
+        }
+    }
+    print_message("  %d short 16-bit cases\n", n);
+}
+
 /* The split rows' synchronisation words are not zeroed by the host before each launch: each
  * launch clears the words the launch before it used (src/opencl/split_state.c,
  * src/cuda/split_state.c), and the host clears them only when a launch is too small to. Large,
@@ -183,6 +216,7 @@ int main(void)
         cmocka_unit_test(test_split_row),
         cmocka_unit_test(test_split_row_without_cooperative),
         cmocka_unit_test(test_unusual_shapes),
+        cmocka_unit_test(test_short_16bit_rows),
         cmocka_unit_test(test_split_state_reuse),
         cmocka_unit_test(test_legacy_choices),
     };

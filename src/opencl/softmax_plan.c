@@ -3,7 +3,9 @@
  *
  * AUTO, as chosen since the bandwidth work of issue #2 (cap16 = what a work-group holds as
  * floats: kernel limit x 16 elements, 4096 on NVIDIA's OpenCL where kernels report 256):
- *   cols <= 256                      -> rows held, 8 elements per work-item (team <= a warp)
+ *   cols <= 256                      -> rows held, 8 elements per work-item (team <= a warp;
+ *                                       16-bit input on GPUs 16, where held in 16-byte
+ *                                       chunks; FLASHCL_SOFTMAX_SHORT_ELEMS8=1: 8)
  *   cols <= cap16                    -> rows held, 16 elements per work-item (16-bit input:
  *                                       32, up to twice cap16; FLASHCL_SOFTMAX_NO_HELD32=1: 16)
  *   16-bit cols <= raw cap (8192)    -> rows in registers as raw 16-byte chunks
@@ -78,11 +80,10 @@ static int fc_shifted(const fc_softmax_desc *desc)
     return !fc_softmax_rows_aligned(desc) && !fc_env_flag("FLASHCL_SOFTMAX_NO_SHIFT");
 }
 
-/* Rows held as floats: 8 elements per work-item while a row fits one warp-sized team (short
- * rows: twice the work-items of 16, more loads in flight), else 16; 16-bit input 32 where
- * built (the bytes per work-item of 16 f32 elements). */
+/* Rows held as floats: `short_elems` (8, or 16 for 16-bit input: fc_plan_held) per work-item
+ * for rows of up to 256 columns (short rows: more work-items, more loads in flight), else 16; 16-bit input 32 where built (the bytes per work-item of 16 f32 elements). */
 static int fc_plan_held_cols(fc_plan *p, const fc_softmax_kernels *k, flashcl_dtype x_dtype,
-                             int64_t cols)
+                             int64_t cols, unsigned short_elems)
 {
     if (cols > 32 * 8 && x_dtype != FLASHCL_F32 && k->held32_max_wg &&
         !fc_env_flag("FLASHCL_SOFTMAX_NO_HELD32") &&
@@ -90,7 +91,7 @@ static int fc_plan_held_cols(fc_plan *p, const fc_softmax_kernels *k, flashcl_dt
         p->elems = 32;
         return 1;
     }
-    const unsigned elems = cols <= 32 * 8 ? 8 : 16;
+    const unsigned elems = cols <= 32 * 8 ? short_elems : 16;
     if (!fc_plan_team(p, FC_PLAN_HELD, elems, k->held_max_wg, k->rir_group_wg, cols)) return 0;
     p->elems = elems;
     return 1;
@@ -107,12 +108,14 @@ static int fc_plan_held_cols(fc_plan *p, const fc_softmax_kernels *k, flashcl_dt
  * against 0.0324, 8192x2049 0.0621 against 0.0670, 8192x4097 0.1050 against 0.1078, while
  * 16-bit ones still gain from the shift (16384x1001 f16 0.0243 against 0.0311)
  * (bench/results/2026-11-26-h200-s18-element-layout.txt). */
-static int fc_plan_held(fc_plan *p, const fc_softmax_kernels *k, const fc_softmax_desc *desc)
+static int fc_plan_held_as(fc_plan *p, const fc_softmax_kernels *k, const fc_softmax_desc *desc,
+                           unsigned short_elems)
 {
     const int64_t extra = (int64_t)fc_chunk_elems(desc->x_dtype) - 1;
     fc_plan shifted = *p;
-    const int own = fc_plan_held_cols(p, k, desc->x_dtype, desc->cols);
-    if (fc_shifted(desc) && fc_plan_held_cols(&shifted, k, desc->x_dtype, desc->cols + extra) &&
+    const int own = fc_plan_held_cols(p, k, desc->x_dtype, desc->cols, short_elems);
+    if (fc_shifted(desc) &&
+        fc_plan_held_cols(&shifted, k, desc->x_dtype, desc->cols + extra, short_elems) &&
         (!own || (desc->x_dtype != FLASHCL_F32 &&
                   (desc->cols > 4096 ||
                    (uint64_t)shifted.team * shifted.elems == (uint64_t)p->team * p->elems)))) {
@@ -121,6 +124,32 @@ static int fc_plan_held(fc_plan *p, const fc_softmax_kernels *k, const fc_softma
         return 1;
     }
     return own;
+}
+
+/* fc_plan_held_as with 8 elements a work-item for rows of up to 256 columns, but 16 for 16-bit
+ * input on GPUs (`gpu`), the bytes per work-item of f32's 8, where the row is held in 16-byte
+ * chunks (aligned rows, or shifted ones); in the element layout 16 elements are 16 scalar
+ * accesses a work-item, and 8 stay faster. H100, NVIDIA OpenCL, 2026-11-26, ms, 8 -> 16 in the
+ * same call (outputs rotated / one output reused, bench/results/2026-11-26-session22.md):
+ * f16 65536x100 (shifted) 0.0209 -> 0.0159 / 0.0206 -> 0.0146, 32768x160 0.0152 -> 0.0128 /
+ * 0.0149 -> 0.0120, 32768x200 0.0154 -> 0.0136 / 0.0150 -> 0.0124, 65536x128 0.0150 -> 0.0150 /
+ * 0.0133 -> 0.0121, 32768x256 0.0149 -> 0.0150 / 0.0126 -> 0.0121, 65536x64 0.0093 -> 0.0091 /
+ * 0.0079 -> 0.0079, bf16 alike or better; in the element layout 32768x127 f16 0.0111 -> 0.0160,
+ * 32768x255 0.0179 -> 0.0196. f32 stays at 8 (65536x128 0.0263 -> 0.0267).
+ * FLASHCL_SOFTMAX_SHORT_ELEMS8=1 keeps 16-bit rows at 8 (A/B). */
+static int fc_plan_held(fc_plan *p, const fc_softmax_kernels *k, const fc_softmax_desc *desc,
+                        int gpu)
+{
+    if (gpu && desc->x_dtype != FLASHCL_F32 && desc->cols <= 32 * 8 &&
+        !fc_env_flag("FLASHCL_SOFTMAX_SHORT_ELEMS8")) {
+        fc_plan wide = *p;
+        if (fc_plan_held_as(&wide, k, desc, 16) &&
+            (wide.shifted || fc_softmax_rows_aligned(desc))) {
+            *p = wide;
+            return 1;
+        }
+    }
+    return fc_plan_held_as(p, k, desc, 8);
 }
 
 /* Online chunked: a work-group per row, up to a few times what the device runs at once (the
@@ -315,7 +344,7 @@ flashcl_status fc_softmax_choose_plan(const fc_cl_context *ctx, const fc_softmax
 
     switch (desc->variant) {
     case FLASHCL_SOFTMAX_ROW_IN_REGISTERS:
-        if (fc_plan_held(p, k, desc) || fc_plan_rir(p, k, desc->x_dtype, cols))
+        if (fc_plan_held(p, k, desc, dev->is_gpu) || fc_plan_rir(p, k, desc->x_dtype, cols))
             return FLASHCL_SUCCESS;
         return fc_choose_legacy(ctx, desc, p); /* its message */
     case FLASHCL_SOFTMAX_SPLIT_ROW:
@@ -349,7 +378,7 @@ flashcl_status fc_softmax_choose_plan(const fc_cl_context *ctx, const fc_softmax
      * (2-core machine, 20000 x 7 f16, the rows under 16 columns it runs here) 1.01 ms against
      * 3.78-3.99. */
     if ((cols <= 8192 || rows >= (int64_t)dev->compute_units * (dev->is_gpu ? 2 : 4)) &&
-        (fc_plan_held(p, k, desc) || fc_plan_rir(p, k, desc->x_dtype, cols)))
+        (fc_plan_held(p, k, desc, dev->is_gpu) || fc_plan_rir(p, k, desc->x_dtype, cols)))
         return FLASHCL_SUCCESS;
     /* Longer rows on a GPU: held in registers by cooperating work-groups, one read. 16-bit rows
      * of more than 64 slices measured faster through the ordered split (H100, 2026-11-25, % of
