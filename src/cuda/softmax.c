@@ -55,16 +55,23 @@ static flashcl_status launch(fc_cuda_context *ctx, CUfunction f, uint64_t blocks
  * f32 0.0170 against 0.0175; from 513 columns on the shift wins (16384x513 f16 0.0181 against
  * 0.0209); 128..512 was not measured
  * (bench/results/2026-11-26-h200-s18-element-layout.txt). */
-static flashcl_status run_rows(fc_cuda_context *ctx, const fc_softmax_desc *d,
-                               fc_softmax_args *a, int legacy) {
+static int rows_config(const fc_softmax_desc *d, const fc_softmax_args *a, int legacy,
+                       int *shifted) {
     const int64_t shift = a->x_vec_ok || fc_env_flag("FLASHCL_CUDA_SOFTMAX_NO_SHIFT")
                               ? 0
                               : 16 / (int64_t)fc_cuda_dtype_bytes(d->x_dtype) - 1;
-    int c = fc_cuda_row_config_for(d->cols, d->x_dtype, legacy);
-    const int shifted = shift ? fc_cuda_row_config_for(d->cols + shift, d->x_dtype, legacy) : -1;
-    a->shifted = shifted >= 0 && d->cols >= 128 &&
-                 (fc_cuda_row_capacity(shifted) == fc_cuda_row_capacity(c) || d->cols > 4096);
-    if (a->shifted) c = shifted;
+    const int c = fc_cuda_row_config_for(d->cols, d->x_dtype, legacy, a->x_vec_ok);
+    const int s = shift ? fc_cuda_row_config_for(d->cols + shift, d->x_dtype, legacy, 1) : -1;
+    *shifted = s >= 0 && d->cols >= 128 &&
+               (fc_cuda_row_capacity(s) == fc_cuda_row_capacity(c) || d->cols > 4096);
+    return *shifted ? s : c;
+}
+
+static flashcl_status run_rows(fc_cuda_context *ctx, const fc_softmax_desc *d,
+                               fc_softmax_args *a, int legacy) {
+    int shifted;
+    const int c = rows_config(d, a, legacy, &shifted);
+    a->shifted = shifted;
     uint64_t groups_per_block =
         (uint64_t)(fc_cuda_row_configs[c].block / fc_cuda_row_configs[c].group);
     return launch(ctx, ctx->kernels.softmax_rows[c][d->x_dtype],
@@ -242,14 +249,19 @@ static flashcl_status run_split_held(fc_cuda_context *ctx, const fc_softmax_desc
 /* FLASHCL_CUDA_SOFTMAX_TRACE=1: one line per call on stderr with the plan taken (before any
  * fallback), to check on a GPU which plan a shape gets. */
 static void trace_plan(const fc_cuda_context *ctx, const fc_softmax_desc *d,
-                       const fc_cuda_held_kernels *h, fc_cuda_plan_kind plan, int legacy,
-                       const fc_cuda_staged_plan *staged, int64_t slices) {
+                       const fc_softmax_args *a, const fc_cuda_held_kernels *h,
+                       fc_cuda_plan_kind plan, int legacy, const fc_cuda_staged_plan *staged,
+                       int64_t slices) {
     static const char *const names[] = {"rows",  "resident", "chunked",
                                         "split", "staged",   "split-held"};
     fprintf(stderr, "flashcl cuda softmax %lldx%lld dtype %d%s: %s", (long long)d->rows,
             (long long)d->cols, (int)d->x_dtype, legacy ? " (legacy plans)" : "", names[plan]);
-    if (plan == FC_CUDA_PLAN_ROWS)
-        fprintf(stderr, " config %d", fc_cuda_row_config_for(d->cols, d->x_dtype, legacy));
+    if (plan == FC_CUDA_PLAN_ROWS) {
+        int shifted;
+        const int c = rows_config(d, a, legacy, &shifted);
+        fprintf(stderr, " config %d (%dx%d%s)", c, fc_cuda_row_configs[c].group,
+                fc_cuda_row_configs[c].items, shifted ? ", shifted" : "");
+    }
     if (plan == FC_CUDA_PLAN_STAGED)
         fprintf(stderr, " chunks %lld of %lld columns (%lld in a buffer), %d buffers, %lld rows "
                 "per round",
@@ -319,7 +331,7 @@ flashcl_status fc_cuda_softmax(void *opaque, const fc_softmax_desc *d) {
     }
 
     if (fc_env_flag("FLASHCL_CUDA_SOFTMAX_TRACE"))
-        trace_plan(ctx, d, &held, plan, legacy, &staged, slices);
+        trace_plan(ctx, d, &a, &held, plan, legacy, &staged, slices);
     st = fc_cuda_enter(ctx);
     if (st != FLASHCL_SUCCESS) return st;
     mtx_lock(&ctx->lock); /* the stream, the scratch, and launches that share it */

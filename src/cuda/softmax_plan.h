@@ -35,7 +35,7 @@ static inline int64_t fc_cuda_row_capacity(int c) {
 }
 
 /* The register configuration for rows of `cols` columns of dtype dt (-1: none holds them). */
-int fc_cuda_row_config_for(int64_t cols, flashcl_dtype dt, int legacy);
+int fc_cuda_row_config_for(int64_t cols, flashcl_dtype dt, int legacy, int vectors);
 
 /* The resident split's layout for this shape: shared-memory parts per block (the fewest that
  * let one row's chunks all be resident), chunks per row, and how many rows one cooperative grid
