@@ -75,6 +75,24 @@ FC_INLINE float fc_bf16_to_float(uint b)
     return as_float(b << 16);
 }
 
+/* 1 (NVIDIA sm_80+, inline PTX): two floats narrow to a packed f16x2 / bf16x2 word in one
+ * cvt.rn instruction (round to nearest even, inf on overflow, NaN stays NaN) instead of two
+ * conversions and a merge, which on 16-bit outputs costs memory-bound kernels issue slots; and
+ * one float to bf16 in one cvt.rn.bf16.f32 (the element-by-element stores). */
+#ifndef FC_NV_CVT2
+#define FC_NV_CVT2 0
+#endif
+
+#if FC_NV_CVT2 && defined(FC_SG_NV_PTX)
+/* Round to nearest even; a NaN becomes the canonical NaN (0x7fff), as cvt.rn.bf16x2.f32 gives
+ * the chunk stores (fc_pack2). */
+FC_INLINE uint fc_float_to_bf16(float f)
+{
+    uint b;
+    FC_ASM("{ .reg .b16 t; cvt.rn.bf16.f32 t, %1; cvt.u32.u16 %0, t; }" : "=r"(b) : "f"(f));
+    return b;
+}
+#else
 /* Round to nearest even on the 16 dropped bits; a NaN keeps its sign and top payload and gets
  * the quiet bit, so it can never round into an infinity. */
 FC_INLINE uint fc_float_to_bf16(float f)
@@ -84,6 +102,7 @@ FC_INLINE uint fc_float_to_bf16(float f)
         return (u >> 16) | 0x0040u;
     return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
 }
+#endif
 
 #if FC_HALF_IMPL == 2
 FC_INLINE float fc_half_to_float(uint h)
@@ -141,13 +160,6 @@ FC_INLINE uint fc_float_to_half(float f)
     const uint shift = 126u - (a >> 23), m = (a & 0x7fffffu) | 0x800000u;
     return sign | ((m + (1u << (shift - 1)) - 1u + ((m >> shift) & 1u)) >> shift);
 }
-#endif
-
-/* 1 (NVIDIA sm_80+, inline PTX): two floats narrow to a packed f16x2 / bf16x2 word in one
- * cvt.rn instruction (round to nearest even, inf on overflow, NaN stays NaN) instead of two
- * conversions and a merge, which on 16-bit outputs costs memory-bound kernels issue slots. */
-#ifndef FC_NV_CVT2
-#define FC_NV_CVT2 0
 #endif
 
 /* Storage bits of one element <-> float. */
