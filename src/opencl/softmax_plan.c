@@ -81,7 +81,8 @@ static int fc_shifted(const fc_softmax_desc *desc)
 }
 
 /* Rows held as floats: `short_elems` (8, or 16 for 16-bit input: fc_plan_held) per work-item
- * for rows of up to 256 columns (short rows: more work-items, more loads in flight), else 16; 16-bit input 32 where built (the bytes per work-item of 16 f32 elements). */
+ * for rows of up to 256 columns (short rows: more work-items, more loads in flight), else 16;
+ * 16-bit input 32 where built (the bytes per work-item of 16 f32 elements). */
 static int fc_plan_held_cols(fc_plan *p, const fc_softmax_kernels *k, flashcl_dtype x_dtype,
                              int64_t cols, unsigned short_elems)
 {
