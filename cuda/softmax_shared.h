@@ -49,9 +49,9 @@ typedef struct fc_softmax_args {
  * against 0.0162 (0.0112), f32 0.0115 against 0.0158 (0.0117); 131072x48 f16 0.0165 against
  * 0.0295 (0.0199); 262144x40 f32 0.0294 against 0.0559 (0.0382)
  * (bench/results/2026-11-26-h200-s18-g8x8-rows.txt).
- * g4x16, g8x16 and g16x16 (last, so that the indices above stay) hold 16-bit rows of up to
- * 64, 128 and 256 columns 16 values a thread, where the rows are held in 16-byte vectors
- * (src/cuda/softmax_plan.c, fc_cuda_row_config_for); f32 never takes them. */
+ * g4x16, g8x16, g16x16 and g16x32 (last, so that the indices above stay) hold 16-bit rows of
+ * up to 64, 128, 256 and 512 columns 16 or 32 values a thread, where the rows are held in
+ * 16-byte vectors (src/cuda/softmax_plan.c, fc_cuda_row_config_for); f32 never takes them. */
 #define FC_SOFTMAX_ROW_CONFIGS(X)       \
     X(g4x8, 4, 8, 128)                  \
     X(g8x8, 8, 8, 128)                  \
@@ -68,7 +68,8 @@ typedef struct fc_softmax_args {
     X(b256x32, 256, 32, 256)            \
     X(g4x16, 4, 16, 128)                \
     X(g8x16, 8, 16, 128)                \
-    X(g16x16, 16, 16, 128)
+    X(g16x16, 16, 16, 128)              \
+    X(g16x32, 16, 32, 128)
 
 /* The resident split kernel holds a chunk of (1 + smem_parts) * THREADS * ITEMS columns per block:
  * one part in registers (16 values per thread, not 32: its item loop and the partial exchange

@@ -129,15 +129,17 @@ static void test_unusual_shapes(void **state)
     }
 }
 
-/* Short 16-bit rows (up to 256 columns), which GPUs hold 16 elements a work-item in 16-byte
- * chunks and 8 in the element layout (src/opencl/softmax_plan.c, fc_plan_held): lengths that fill
- * a team and lengths that do not, rows that start 16-byte aligned (offset 0, pad a multiple of
- * 8 elements), rows that do not (an odd offset: the shifted layout where it holds no more, the
- * element layout where it would), AUTO and forced rows in registers, f16 and bf16 in and out. */
+/* Short 16-bit rows (up to 512 columns): OpenCL on GPUs holds those of up to 256 columns 16
+ * elements a work-item in 16-byte chunks and 8 in the element layout (src/opencl/softmax_plan.c,
+ * fc_plan_held), CUDA in groups of 16 or 32 values a thread (src/cuda/softmax_plan.c,
+ * fc_cuda_row_config_for). Lengths that fill a team and lengths that do not, rows that start
+ * 16-byte aligned (offset 0, pad a multiple of 8 elements), rows that do not (an odd offset: the
+ * shifted layout where it holds no more, the element layout where it would), AUTO and forced
+ * rows in registers, f16 and bf16 in and out. */
 static void test_short_16bit_rows(void **state)
 {
     (void)state;
-    const int64_t cols[] = {8, 64, 100, 127, 128, 160, 200, 255, 256};
+    const int64_t cols[] = {8, 64, 100, 127, 128, 160, 200, 255, 256, 300, 384, 512};
     int n = 0;
     for (size_t ci = 0; ci < sizeof cols / sizeof cols[0]; ci++) {
         for (int layout = 0; layout < 2; layout++) {

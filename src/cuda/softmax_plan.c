@@ -73,23 +73,25 @@ const fc_cuda_row_config fc_cuda_row_configs[FC_ROW_CONFIG_COUNT] = {
 #undef FC_ROW_CONFIG_ROW_
 };
 
-/* The sub-warp groups of 16 values a thread (g4x16, g8x16, g16x16). */
+/* The sub-warp groups of 16 or 32 values a thread (g4x16, g8x16, g16x16, g16x32). */
 static int short_wide(int c) {
-    return fc_cuda_row_configs[c].group < 32 && fc_cuda_row_configs[c].items == 16;
+    return fc_cuda_row_configs[c].group < 32 && fc_cuda_row_configs[c].items >= 16;
 }
 
 /* f32 (and every dtype under the legacy plans): the first configuration that covers the row.
  * 16-bit: the smallest capacity that covers it, more items per thread on a tie (b128x32 rather
  * than b256x16 for 4096 columns: 64 bytes in flight per thread instead of 32; g16x16 rather
- * than g32x8 for 129..256 columns), the sub-warp groups of 16 values only when `vectors` (the
- * rows are held in 16-byte vectors: element by element, 16 loads a thread lose) and not
- * FLASHCL_CUDA_SOFTMAX_SHORT_ITEMS8=1 (A/B). H100, 2026-11-26, ms, before -> after in the same
+ * than g32x8 for 129..256 columns, g16x32 rather than g32x16 for 257..512), the sub-warp groups
+ * of 16 or 32 values only when `vectors` (the rows are held in 16-byte vectors: element by
+ * element, 16 loads a thread lose) and not FLASHCL_CUDA_SOFTMAX_SHORT_ITEMS8=1 (A/B). H100, 2026-11-26, ms, before -> after in the same
  * call, f16 (bf16 the same), outputs rotated / one output reused: 32768x160 0.0167 -> 0.0125 /
  * 0.0163 -> 0.0114 (torch 0.0141), 32768x200 0.0168 -> 0.0131 / 0.0164 -> 0.0117 (torch
  * 0.0160), 131072x120 0.0311 -> 0.0248, 65536x48 0.0098 -> 0.0081 / 0.0096 -> 0.0075,
  * 32768x128 0.0090 -> 0.0091 / 0.0080 -> 0.0076, 16384x256 0.0091 -> 0.0091 / 0.0081 -> 0.0076;
  * rows in the element layout unchanged (65536x100, 32768x127)
- * (bench/results/2026-11-26-h100-s22-cuda-short-16bit-items16.txt). */
+ * (bench/results/2026-11-26-h100-s22-cuda-short-16bit-items16.txt). g16x32, same day, against
+ * g32x16: 32768x300 (shifted) 0.0224 -> 0.0199, 32768x384 0.0226 -> 0.0206, 16384x448 0.0138
+ * -> 0.0135, 32768x500 and 16384x512 within 1 % (-s22-cuda-16bit-g16x32.txt). */
 int fc_cuda_row_config_for(int64_t cols, flashcl_dtype dt, int legacy, int vectors) {
     const int wide = vectors && !fc_env_flag("FLASHCL_CUDA_SOFTMAX_SHORT_ITEMS8");
     int c, best = -1;
