@@ -83,8 +83,9 @@ static int short_wide(int c) {
  * than b256x16 for 4096 columns: 64 bytes in flight per thread instead of 32; g16x16 rather
  * than g32x8 for 129..256 columns, g16x32 rather than g32x16 for 257..512), the sub-warp groups
  * of 16 or 32 values only when `vectors` (the rows are held in 16-byte vectors: element by
- * element, 16 loads a thread lose) and not FLASHCL_CUDA_SOFTMAX_SHORT_ITEMS8=1 (A/B). H100, 2026-11-26, ms, before -> after in the same
- * call, f16 (bf16 the same), outputs rotated / one output reused: 32768x160 0.0167 -> 0.0125 /
+ * element, 16 loads a thread lose) and not FLASHCL_CUDA_SOFTMAX_SHORT_ITEMS8=1 (A/B).
+ * H100, 2026-11-26, ms, before -> after in the same call, f16 (bf16 the same), outputs
+ * rotated / one output reused: 32768x160 0.0167 -> 0.0125 /
  * 0.0163 -> 0.0114 (torch 0.0141), 32768x200 0.0168 -> 0.0131 / 0.0164 -> 0.0117 (torch
  * 0.0160), 131072x120 0.0311 -> 0.0248, 65536x48 0.0098 -> 0.0081 / 0.0096 -> 0.0075,
  * 32768x128 0.0090 -> 0.0091 / 0.0080 -> 0.0076, 16384x256 0.0091 -> 0.0091 / 0.0081 -> 0.0076;

@@ -308,9 +308,9 @@ static void test_softmax_on_wrapped_memory(void **state) {
  * each kernel: the one AUTO takes (for aligned f32 rows of few slices the narrow one, 4096
  * columns a slice), the one-ticket f32-held one in blocks of 256
  * (FLASHCL_CUDA_SOFTMAX_NO_HELD_BITS=1 and FLASHCL_CUDA_SOFTMAX_NO_NARROW=1; also what rows
- * whose length is not a multiple of a 16-byte vector get) and the pipelined one (FLASHCL_CUDA_SOFTMAX_PIPELINE_SLICES=1), on
- * launches of fewer slices than its grid holds and of more (its blocks then take several
- * tickets each). Each is checked against host_ref. The
+ * whose length is not a multiple of a 16-byte vector get) and the pipelined one
+ * (FLASHCL_CUDA_SOFTMAX_PIPELINE_SLICES=1), on launches of fewer slices than its grid holds and
+ * of more (its blocks then take several tickets each). Each is checked against host_ref. The
  * pipelined kernel computes the one-ticket kernels' expressions over the same slices, so it
  * must match them bit for bit: the f32-held one for f32 inputs, the bits-held one (AUTO's for
  * rows of few slices) for 16-bit ones. The two holders of 16-bit inputs sum over different
