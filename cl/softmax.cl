@@ -15,7 +15,8 @@
  *   softmax_rows_held8_X_Y, softmax_rows_held16_X_Y — the same with 8 or 16 elements per
  *       work-item held as floats: one conversion and one exp per element;
  *       softmax_rows_held32_X_Y (16-bit X only) with 32, as many bytes per work-item as 16
- *       f32 elements.
+ *       f32 elements; softmax_rows_held12_X_Y (f32 X) and softmax_rows_held24_X_Y (16-bit X)
+ *       with three chunks of those four, for rows that leave the fourth empty.
  *   softmax_online_chunked_X_Y — a work-group per row of any length: pass 1 streams the row
  *       keeping an online (m, d) per item, pass 2 re-reads it (from the cache) and writes.
  *   softmax_split_row_partials_X + softmax_split_row_normalize_X_Y — few long rows: each
@@ -318,8 +319,8 @@ FC_INLINE int fc_shift_y_vec(int vec, ulong y_at, uint head, const int ydt, uint
     return vec == 1 || (vec == 2 && (y_at - head) % (ydt == FC_F32 ? 4u : n) == 0);
 }
 
-/* ---- rows held as floats (rows_held8 / rows_held16, and the cooperative split row) ----------
- * As above, but each work-item holds `elems` (8, 16 or 32, a literal) elements as scaled
+/* ---- rows held as floats (rows_held8/12/16/24/32, and the cooperative split row) ----------
+ * As above, but each work-item holds `elems` (8, 12, 16, 24 or 32, a literal) elements as scaled
  * floats, converted once, with the exps kept in place: 16-bit data pays one conversion and one
  * exp per element (the raw-bits kernel above pays three and two, which made it compute-bound on
  * 16-bit data). 16 floats is the register footprint of the raw kernel on f32; 8 serves short

@@ -82,15 +82,20 @@
     FC_SOFTMAX_PAIR(XN, XT, XD, bf16, ushort, FC_BF16)                                         \
     FC_SPLIT_PARTIALS(XN, XT, XD)
 
-/* Rows held 32 elements per work-item: 16-bit inputs only (64 bytes per work-item, as f32 has at
- * 16). */
-#define FC_HELD32_FROM(XN, XT, XD)                                                             \
-    FC_ROWS_HELD_KERNEL(32, XN, XT, XD, f32, float, FC_F32)                                    \
-    FC_ROWS_HELD_KERNEL(32, XN, XT, XD, f16, half, FC_F16)                                     \
-    FC_ROWS_HELD_KERNEL(32, XN, XT, XD, bf16, ushort, FC_BF16)
+/* Rows held E elements per work-item for every output dtype: 32 for 16-bit inputs only (64 bytes
+ * per work-item, as f32 has at 16); three chunks instead of four, 12 for f32 inputs and 24 for
+ * 16-bit ones, for rows that leave each work-item's fourth chunk empty (softmax_plan.c,
+ * fc_plan_held_cols). */
+#define FC_HELD_FROM(E, XN, XT, XD)                                                            \
+    FC_ROWS_HELD_KERNEL(E, XN, XT, XD, f32, float, FC_F32)                                     \
+    FC_ROWS_HELD_KERNEL(E, XN, XT, XD, f16, half, FC_F16)                                      \
+    FC_ROWS_HELD_KERNEL(E, XN, XT, XD, bf16, ushort, FC_BF16)
 
 FC_WITH_F32(FC_SOFTMAX_FROM(f32, float, FC_F32))
 FC_WITH_F16(FC_SOFTMAX_FROM(f16, half, FC_F16))
 FC_WITH_BF16(FC_SOFTMAX_FROM(bf16, ushort, FC_BF16))
-FC_WITH_F16(FC_HELD32_FROM(f16, half, FC_F16))
-FC_WITH_BF16(FC_HELD32_FROM(bf16, ushort, FC_BF16))
+FC_WITH_F32(FC_HELD_FROM(12, f32, float, FC_F32))
+FC_WITH_F16(FC_HELD_FROM(32, f16, half, FC_F16))
+FC_WITH_BF16(FC_HELD_FROM(32, bf16, ushort, FC_BF16))
+FC_WITH_F16(FC_HELD_FROM(24, f16, half, FC_F16))
+FC_WITH_BF16(FC_HELD_FROM(24, bf16, ushort, FC_BF16))

@@ -1,10 +1,11 @@
-/* One small case of every softmax variant (row-in-registers: held 8 and 16 per work-item and
- * the legacy raw chunks; online-chunked; split-row: ordered where built, else 3-pass; the CPU
- * kernel with a row per work-item, which AUTO takes on PoCL and Oclgrind) with
- * two dtype pairs (f32 -> f32 and bf16 -> f16), padded strides, offsets and special rows,
- * checked against host_ref: small enough to run under the Oclgrind simulator (which reports
- * out-of-bounds accesses, races and uninitialised reads) in well under a minute; CTest runs it
- * both natively and, when oclgrind is installed, as test_softmax_oclgrind_sim. */
+/* One small case of every softmax variant (row-in-registers: held 8, 12 and 16 per work-item
+ * for f32 input, 24 and 32 for 16-bit input, and the legacy raw chunks; online-chunked;
+ * split-row: ordered where built, else 3-pass; the CPU kernel with a row per work-item, which
+ * AUTO takes on PoCL and Oclgrind) with two dtype pairs (f32 -> f32 and bf16 -> f16), padded
+ * strides, offsets and special rows, checked against host_ref: small enough to run under the
+ * Oclgrind simulator (which reports out-of-bounds accesses, races and uninitialised reads) in
+ * well under a minute; CTest runs it both natively and, when oclgrind is installed, as
+ * test_softmax_oclgrind_sim. */
 #include <stdlib.h>
 
 #include "test_util.h"
@@ -33,10 +34,12 @@ static void run(flashcl_softmax_variant v, int64_t rows, int64_t cols)
     }
 }
 
+/* 300 columns: three chunks a work-item (held 12 / 24); 400: all four (held 16 / 32). */
 static void test_row_in_registers(void **state)
 {
     (void)state;
     run(FLASHCL_SOFTMAX_ROW_IN_REGISTERS, 5, 300);
+    run(FLASHCL_SOFTMAX_ROW_IN_REGISTERS, 4, 400);
 }
 
 static void test_online_chunked(void **state)

@@ -164,6 +164,49 @@ static void test_short_16bit_rows(void **state)
     print_message("  %d short 16-bit cases\n", n);
 }
 
+/* Rows held three chunks a work-item instead of four: OpenCL takes 12 elements (f32 input) or
+ * 24 (16-bit) where a row leaves each work-item's fourth chunk empty (src/opencl/softmax_plan.c,
+ * fc_plan_held_three). Lengths on both sides of each switch (f32: 384 | 385, 768 | 769, 1536 |
+ * 1537, 3072 | 3073; 16-bit: 384 | 385, 768 | 769, 6144 | 6145) and inside it (300, 640, 1500,
+ * 3000, 5000), rows that start 16-byte aligned and rows that do not (element layout, or shifted
+ * for 16-bit input where that holds no more), every output dtype, AUTO and forced rows in
+ * registers. */
+static void test_three_chunk_rows(void **state)
+{
+    (void)state;
+    const int64_t cols32[] = {300, 384, 385, 640, 768, 769, 1500, 1536, 1537, 3000, 3072, 3073};
+    const int64_t cols16[] = {300, 384, 385, 640, 768, 769, 1500, 3000, 5000, 6144, 6145};
+    int n = 0;
+    for (int half = 0; half < 2; half++) {
+        const int64_t *cols = half ? cols16 : cols32;
+        const size_t count = half ? sizeof cols16 / sizeof cols16[0]
+                                  : sizeof cols32 / sizeof cols32[0];
+        for (size_t ci = 0; ci < count; ci++) {
+            for (int layout = 0; layout < 2; layout++) {
+                tu_softmax_case c = {0};
+                c.xt = !half ? FLASHCL_F32 : ci % 2 ? FLASHCL_BF16 : FLASHCL_F16;
+                c.yt = tu_pairs[(ci + (size_t)layout) % 9][1];
+                c.rows = 200 + (int64_t)(ci * 7) % 61;
+                c.cols = cols[ci];
+                c.x_pad = layout ? 3 : (8 - cols[ci] % 8) % 8;
+                c.x_off = layout ? 1 : 0;
+                c.y_pad = layout ? 1 : c.x_pad;
+                c.variant = ci % 3 ? FLASHCL_SOFTMAX_AUTO : FLASHCL_SOFTMAX_ROW_IN_REGISTERS;
+                c.special = 1;
+                c.kind_offset = (int)ci;
+                c.scale = layout ? 0.83f : -1.1f;
+                c.log = (int)(ci + (size_t)layout) % 2;
+                tu_softmax_check(g_ctx, &c,
+                                 tu_base_seed() + 9500 + (uint64_t)(half * 64) +
+                                     (uint64_t)(ci * 2 + (size_t)layout),
+                                 NULL);
+                n++;
+            }
+        }
+    }
+    print_message("  %d three-chunk cases\n", n);
+}
+
 /* The split rows' synchronisation words are not zeroed by the host before each launch: each
  * launch clears the words the launch before it used (src/opencl/split_state.c,
  * src/cuda/split_state.c), and the host clears them only when a launch is too small to. Large,
@@ -219,6 +262,7 @@ int main(void)
         cmocka_unit_test(test_split_row_without_cooperative),
         cmocka_unit_test(test_unusual_shapes),
         cmocka_unit_test(test_short_16bit_rows),
+        cmocka_unit_test(test_three_chunk_rows),
         cmocka_unit_test(test_split_state_reuse),
         cmocka_unit_test(test_legacy_choices),
     };

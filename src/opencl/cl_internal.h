@@ -64,17 +64,25 @@ enum { FC_ATTN_PART_MERGE = 4, FC_ATTN_PART_TILED_DECODE = 5 };
 /* Kernels of the softmax programs (cl/softmax.cl), indexed [input dtype][output dtype], and the
  * launch limits softmax.c derived from the build options and from the kernels themselves. */
 #define FC_SOFTMAX_WG_KINDS 8
+#define FC_HELD_KINDS 5 /* rows_held's elements per work-item: 8, 16, 32, 12, 24 */
+
+/* The index of rows_held's kernels for `elems` elements per work-item. */
+static inline int fc_held_index(unsigned elems)
+{
+    return elems == 8 ? 0 : elems == 16 ? 1 : elems == 32 ? 2 : elems == 12 ? 3 : 4;
+}
 typedef struct fc_softmax_kernels {
     cl_kernel rows_in_registers[FC_DTYPE_COUNT][FC_DTYPE_COUNT];
     cl_kernel online_chunked[FC_DTYPE_COUNT][FC_DTYPE_COUNT];
     cl_kernel split_row_partials[FC_DTYPE_COUNT];                 /* by input dtype */
     cl_kernel split_row_normalize[FC_DTYPE_COUNT][FC_DTYPE_COUNT];
     cl_kernel split_row_cooperative[FC_DTYPE_COUNT][FC_DTYPE_COUNT]; /* NULL when not built */
-    cl_kernel rows_held[3][FC_DTYPE_COUNT][FC_DTYPE_COUNT];      /* 8, 16, 32 elements (32: 16-bit
-                                                                    inputs only) */
+    /* rows_held 8, 16, 32, 12 and 24 elements (fc_held_index; 32 and 24 for 16-bit inputs, 12
+     * for f32 ones: NULL otherwise) */
+    cl_kernel rows_held[FC_HELD_KINDS][FC_DTYPE_COUNT][FC_DTYPE_COUNT];
     /* The same two kinds for rows that start 16-byte aligned only (vec 1; GPUs, else NULL:
      * FC_ALIGNED_KERNELS in cl/softmax.cl) */
-    cl_kernel rows_held_aligned[3][FC_DTYPE_COUNT][FC_DTYPE_COUNT];
+    cl_kernel rows_held_aligned[FC_HELD_KINDS][FC_DTYPE_COUNT][FC_DTYPE_COUNT];
     cl_kernel split_row_cooperative_aligned[FC_DTYPE_COUNT][FC_DTYPE_COUNT];
     cl_kernel split_row_ordered[FC_DTYPE_COUNT][FC_DTYPE_COUNT]; /* NULL when not built */
     cl_kernel rows_vector[FC_DTYPE_COUNT][FC_DTYPE_COUNT];       /* CPUs only; else NULL */
@@ -87,7 +95,7 @@ typedef struct fc_softmax_kernels {
     size_t resident_items;               /* work-items a compute unit keeps in flight (estimate) */
     int coop;                            /* split_row_cooperative kernels exist */
     size_t held_max_wg;                  /* largest team of rows_held 8/16 (a power of two) */
-    size_t held32_max_wg;                /* largest team of rows_held32; 0: not usable */
+    size_t held32_max_wg;                /* largest team of rows_held32/24; 0: not usable */
     size_t ordered_wg;                   /* work-group of split_row_ordered */
     unsigned stream_unroll;              /* FC_STREAM_UNROLL */
     cl_ulong l2_budget[2];               /* ordered split, [16-bit input]: bytes read between a

@@ -87,10 +87,18 @@ static flashcl_status fc_create_input_kernels(fc_cl_context *ctx, cl_program pro
             st = fc_create_kernel_twins(ctx, program, &k->rows_held[1][xd][yd],
                                         &k->rows_held_aligned[1][xd][yd], t->aligned_kernels,
                                         &wg[FC_WG_HELD], "softmax_rows_held16", xd, yd);
+        if (st == FLASHCL_SUCCESS && xd == FLASHCL_F32)
+            st = fc_create_kernel_twins(ctx, program, &k->rows_held[3][xd][yd],
+                                        &k->rows_held_aligned[3][xd][yd], t->aligned_kernels,
+                                        &wg[FC_WG_HELD], "softmax_rows_held12", xd, yd);
         if (st == FLASHCL_SUCCESS && xd != FLASHCL_F32)
             st = fc_create_kernel_twins(ctx, program, &k->rows_held[2][xd][yd],
                                         &k->rows_held_aligned[2][xd][yd], t->aligned_kernels,
                                         &wg[FC_WG_HELD32], "softmax_rows_held32", xd, yd);
+        if (st == FLASHCL_SUCCESS && xd != FLASHCL_F32)
+            st = fc_create_kernel_twins(ctx, program, &k->rows_held[4][xd][yd],
+                                        &k->rows_held_aligned[4][xd][yd], t->aligned_kernels,
+                                        &wg[FC_WG_HELD32], "softmax_rows_held24", xd, yd);
         if (st == FLASHCL_SUCCESS && t->coop)
             st = fc_create_kernel_twins(ctx, program, &k->split_row_cooperative[xd][yd],
                                         &k->split_row_cooperative_aligned[xd][yd],
@@ -164,8 +172,8 @@ static flashcl_status fc_set_limits(fc_cl_context *ctx, const fc_softmax_tuning 
 static void fc_trace_limits(const fc_cl_context *ctx, int part)
 {
     static const char *const kinds[FC_SOFTMAX_WG_KINDS] = {
-        "rows_in_registers", "rows_held8/16", "online_chunked", "split_row",
-        "split_row_cooperative", "split_row_ordered", "rows_held32", "rows_vector"};
+        "rows_in_registers", "rows_held8/12/16", "online_chunked", "split_row",
+        "split_row_cooperative", "split_row_ordered", "rows_held24/32", "rows_vector"};
     const fc_softmax_kernels *k = &ctx->softmax;
     int xd, kind;
     for (xd = 0; xd < FC_DTYPE_COUNT; xd++) {
@@ -179,7 +187,7 @@ static void fc_trace_limits(const fc_cl_context *ctx, int part)
     }
     fprintf(stderr,
             "flashcl softmax (opencl): launch limits: rows_in_registers %zu, rows_held %zu, "
-            "rows_held32 %zu, cooperative %zu, ordered %zu\n",
+            "rows_held24/32 %zu, cooperative %zu, ordered %zu\n",
             k->rir_max_wg, k->held_max_wg, k->held32_max_wg, k->coop_wg, k->ordered_wg);
 }
 
@@ -212,17 +220,22 @@ void fc_cl_softmax_release_kernels(fc_cl_context *ctx, int part)
         k->split_row_partials[xd] = NULL;
         for (yd = 0; yd < FC_DTYPE_COUNT; yd++) {
             cl_kernel *pair[] = {
-                &k->rows_in_registers[xd][yd],   &k->rows_held[0][xd][yd],
-                &k->rows_held[1][xd][yd],        &k->rows_held[2][xd][yd],
-                &k->online_chunked[xd][yd],
+                &k->rows_in_registers[xd][yd],   &k->online_chunked[xd][yd],
                 &k->split_row_normalize[xd][yd], &k->split_row_cooperative[xd][yd],
                 &k->split_row_ordered[xd][yd],   &k->rows_vector[xd][yd],
-                &k->rows_held_aligned[0][xd][yd], &k->rows_held_aligned[1][xd][yd],
-                &k->rows_held_aligned[2][xd][yd], &k->split_row_cooperative_aligned[xd][yd]};
+                &k->split_row_cooperative_aligned[xd][yd]};
             size_t i;
             for (i = 0; i < sizeof pair / sizeof pair[0]; i++) {
                 if (*pair[i]) clReleaseKernel(*pair[i]);
                 *pair[i] = NULL;
+            }
+            for (i = 0; i < FC_HELD_KINDS; i++) {
+                cl_kernel *held[] = {&k->rows_held[i][xd][yd], &k->rows_held_aligned[i][xd][yd]};
+                size_t h;
+                for (h = 0; h < 2; h++) {
+                    if (*held[h]) clReleaseKernel(*held[h]);
+                    *held[h] = NULL;
+                }
             }
         }
         k->part_ready[xd] = 0;
@@ -308,7 +321,7 @@ static flashcl_status fc_enqueue_batch(fc_cl_context *ctx, const fc_softmax_desc
                                FC_ARG(y_off), FC_ARG(y_stride), FC_ARG(n),      FC_ARG(cols),
                                FC_ARG(scale), FC_ARG(log_mode), FC_ARG(team),   FC_ARG(vec)};
         const size_t rows_per_group = p->wg / p->team;
-        const int e = p->elems == 8 ? 0 : p->elems == 16 ? 1 : 2;
+        const int e = fc_held_index(p->elems);
         return fc_launch(ctx, fc_layout_kernel(k->rows_held[e][xd][yd],
                                                k->rows_held_aligned[e][xd][yd], vec),
                          args, 12,

@@ -7,7 +7,8 @@
  *                                       16-bit input on GPUs 16, where held in 16-byte
  *                                       chunks; FLASHCL_SOFTMAX_SHORT_ELEMS8=1: 8)
  *   cols <= cap16                    -> rows held, 16 elements per work-item (16-bit input:
- *                                       32, up to twice cap16; FLASHCL_SOFTMAX_NO_HELD32=1: 16)
+ *                                       32, up to twice cap16; FLASHCL_SOFTMAX_NO_HELD32=1: 16);
+ *                                       12 (16-bit: 24) where a fourth chunk would be empty
  *   16-bit cols <= raw cap (8192)    -> rows in registers as raw 16-byte chunks
  *   longer rows, on GPUs that built it:
  *     a row in at most one slice per compute unit (64 for 16-bit input past 4 rows) -> coop. split
@@ -80,9 +81,26 @@ static int fc_shifted(const fc_softmax_desc *desc)
     return !fc_softmax_rows_aligned(desc) && !fc_env_flag("FLASHCL_SOFTMAX_NO_SHIFT");
 }
 
+/* Longer rows held four chunks per work-item (16 f32 elements, 32 16-bit ones) in a team
+ * that leaves every work-item's fourth chunk empty (cols <= 3/4 of the team's elements) take the
+ * kernel of three chunks instead (12 or 24, same team), which neither loads, exps nor stores
+ * the empty one: the four-chunk kernels ran them about as slowly as rows that fill them. H200,
+ * NVIDIA OpenCL, ms, four chunks -> three, same call (bench/results/2026-11-26-session23.md):
+ * f32 32768x300 0.0335 -> 0.0257, 16384x640 0.0361 -> 0.0279, 8192x1500 0.0401 -> 0.0301,
+ * 4096x3000 0.0439 -> 0.0336; f16 32768x300 0.0244 -> 0.0190, 16384x640 0.0213 -> 0.0159,
+ * 4096x5000 0.0443 -> 0.0361, 8192x4097 0.0816 -> 0.0653; every other shape within 1 %.
+ * FLASHCL_SOFTMAX_NO_HELD3=1 keeps four (A/B). */
+static void fc_plan_held_three(fc_plan *p, int64_t cols)
+{
+    if ((uint64_t)cols * 4 <= (uint64_t)p->team * p->elems * 3 &&
+        !fc_env_flag("FLASHCL_SOFTMAX_NO_HELD3"))
+        p->elems = p->elems / 4 * 3;
+}
+
 /* Rows held as floats: `short_elems` (8, or 16 for 16-bit input: fc_plan_held) per work-item
  * for rows of up to 256 columns (short rows: more work-items, more loads in flight), else 16;
- * 16-bit input 32 where built (the bytes per work-item of 16 f32 elements). */
+ * 16-bit input 32 where built (the bytes per work-item of 16 f32 elements); those two three
+ * quarters as many where the row leaves a chunk empty (fc_plan_held_three). */
 static int fc_plan_held_cols(fc_plan *p, const fc_softmax_kernels *k, flashcl_dtype x_dtype,
                              int64_t cols, unsigned short_elems)
 {
@@ -90,11 +108,13 @@ static int fc_plan_held_cols(fc_plan *p, const fc_softmax_kernels *k, flashcl_dt
         !fc_env_flag("FLASHCL_SOFTMAX_NO_HELD32") &&
         fc_plan_team(p, FC_PLAN_HELD, 32, k->held32_max_wg, k->rir_group_wg, cols)) {
         p->elems = 32;
+        fc_plan_held_three(p, cols);
         return 1;
     }
     const unsigned elems = cols <= 32 * 8 ? short_elems : 16;
     if (!fc_plan_team(p, FC_PLAN_HELD, elems, k->held_max_wg, k->rir_group_wg, cols)) return 0;
     p->elems = elems;
+    if (elems == 16 && x_dtype == FLASHCL_F32) fc_plan_held_three(p, cols);
     return 1;
 }
 

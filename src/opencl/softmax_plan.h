@@ -7,7 +7,7 @@
 
 typedef enum fc_plan_kind {
     FC_PLAN_RIR,     /* softmax_rows_in_registers: raw 16-byte chunks in registers */
-    FC_PLAN_HELD,    /* softmax_rows_held8/16/32: the row in registers as floats */
+    FC_PLAN_HELD,    /* softmax_rows_held8/12/16/24/32: the row in registers as floats */
     FC_PLAN_CHUNKED, /* softmax_online_chunked */
     FC_PLAN_SPLIT,   /* softmax_split_row_partials + softmax_split_row_normalize */
     FC_PLAN_COOP,    /* softmax_split_row_cooperative */
@@ -20,7 +20,7 @@ typedef struct fc_plan {
     size_t wg;              /* work-group size */
     size_t groups;          /* online chunked: grid size (work-groups loop over rows) */
     unsigned team;          /* rows in registers / held: work-items per row */
-    unsigned elems;         /* rows held: elements per work-item (8 or 16) */
+    unsigned elems;         /* rows held: elements per work-item (8, 12, 16, 24 or 32) */
     cl_ulong slice_len;     /* split rows: elements per slice (a multiple of a chunk per item) */
     unsigned slices;        /* split rows: slices per row */
     cl_ulong lag;           /* ordered: partial items between a slice's two items (>= slices) */
