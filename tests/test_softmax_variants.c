@@ -176,7 +176,7 @@ static void test_three_chunk_rows(void **state)
     (void)state;
     const int64_t cols32[] = {300, 384, 385, 640, 768, 769, 1500, 1536, 1537, 3000, 3072, 3073};
     const int64_t cols16[] = {300, 384, 385, 640, 768, 769, 1500, 3000, 5000, 6144, 6145};
-    int n = 0;
+    int n = 0, unsupported = 0;
     for (int half = 0; half < 2; half++) {
         const int64_t *cols = half ? cols16 : cols32;
         const size_t count = half ? sizeof cols16 / sizeof cols16[0]
@@ -192,19 +192,24 @@ static void test_three_chunk_rows(void **state)
                 c.x_off = layout ? 1 : 0;
                 c.y_pad = layout ? 1 : c.x_pad;
                 c.variant = ci % 3 ? FLASHCL_SOFTMAX_AUTO : FLASHCL_SOFTMAX_ROW_IN_REGISTERS;
+                /* (devices with small work-groups, as Rusticl's llvmpipe, may refuse forced
+                 * rows in registers past TU_RIR_GUARANTEED_COLS, leaving y untouched) */
+                c.allow_unsupported = c.variant == FLASHCL_SOFTMAX_ROW_IN_REGISTERS &&
+                                      c.cols > TU_RIR_GUARANTEED_COLS;
                 c.special = 1;
                 c.kind_offset = (int)ci;
                 c.scale = layout ? 0.83f : -1.1f;
                 c.log = (int)(ci + (size_t)layout) % 2;
-                tu_softmax_check(g_ctx, &c,
-                                 tu_base_seed() + 9500 + (uint64_t)(half * 64) +
-                                     (uint64_t)(ci * 2 + (size_t)layout),
-                                 NULL);
+                if (tu_softmax_check(g_ctx, &c,
+                                     tu_base_seed() + 9500 + (uint64_t)(half * 64) +
+                                         (uint64_t)(ci * 2 + (size_t)layout),
+                                     NULL) == FLASHCL_UNSUPPORTED)
+                    unsupported++;
                 n++;
             }
         }
     }
-    print_message("  %d three-chunk cases\n", n);
+    print_message("  %d three-chunk cases, %d unsupported\n", n, unsupported);
 }
 
 /* The split rows' synchronisation words are not zeroed by the host before each launch: each
