@@ -553,13 +553,20 @@ __device__ void softmax_split_normalize(const fc_softmax_args &a) {
 
 /* ---- the exported kernels: extern "C" names the host looks up ---------------------------------- */
 /* Launch bounds cap registers at 64 per thread (1024 threads' worth per SM): enough for 32 values
- * plus addresses, and at least 1024 resident threads per SM to keep loads in flight. */
+ * plus addresses, and at least 1024 resident threads per SM to keep loads in flight. The row
+ * kernels of 16 values a thread are capped at 40 (1536 threads a SM; no spills): f32 took 63-64
+ * under the cap of 64 and its rows that fill part of a group ran latency-bound at half occupancy.
+ * H200, ms, same call (bench/results/2026-11-26-session23.md): f32 32768x300 0.0267 -> 0.0247
+ * (torch 0.0246), 8192x1500 0.0299 -> 0.0276, 4096x3000 0.0319 -> 0.0283, 32768x384 0.0283 ->
+ * 0.0280, others of 257..4096 columns within 1 %. The same for the 8-value kernels (32 registers
+ * instead of 36 for f32) was mixed: 32768x160 0.0169 -> 0.0163, 16384x77 0.0072 -> 0.0066, but
+ * 32768x127 0.0137 -> 0.0144 and 32768x128 0.0114 -> 0.0116; not taken. */
 
 #define FC_SOFTMAX_FOR_DTYPES(M, ...) \
     M(f32, FC_F32, __VA_ARGS__) M(f16, FC_F16, __VA_ARGS__) M(bf16, FC_BF16, __VA_ARGS__)
 
 #define FC_ROWS_KERNEL(dt_name, DT, name, G, N, BLOCK)                                         \
-    extern "C" __global__ void __launch_bounds__(BLOCK, 1024 / BLOCK)                           \
+    extern "C" __global__ void __launch_bounds__(BLOCK, (N == 16 ? 1536 : 1024) / BLOCK)        \
         fc_softmax_rows_##name##_##dt_name(fc_softmax_args a) {                                 \
         softmax_rows<DT, G, N, BLOCK>(a);                                                       \
     }
