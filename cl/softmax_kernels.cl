@@ -85,7 +85,7 @@
 /* Rows held E elements per work-item for every output dtype: 32 for 16-bit inputs only (64 bytes
  * per work-item, as f32 has at 16); three chunks instead of four, 12 for f32 inputs and 24 for
  * 16-bit ones, for rows that leave each work-item's fourth chunk empty (softmax_plan.c,
- * fc_plan_held_cols). */
+ * fc_plan_held_three). */
 #define FC_HELD_FROM(E, XN, XT, XD)                                                            \
     FC_ROWS_HELD_KERNEL(E, XN, XT, XD, f32, float, FC_F32)                                     \
     FC_ROWS_HELD_KERNEL(E, XN, XT, XD, f16, half, FC_F16)                                      \

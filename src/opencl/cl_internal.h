@@ -71,6 +71,7 @@ static inline int fc_held_index(unsigned elems)
 {
     return elems == 8 ? 0 : elems == 16 ? 1 : elems == 32 ? 2 : elems == 12 ? 3 : 4;
 }
+
 typedef struct fc_softmax_kernels {
     cl_kernel rows_in_registers[FC_DTYPE_COUNT][FC_DTYPE_COUNT];
     cl_kernel online_chunked[FC_DTYPE_COUNT][FC_DTYPE_COUNT];
@@ -94,7 +95,7 @@ typedef struct fc_softmax_kernels {
     size_t chunked_wg, split_wg, coop_wg;
     size_t resident_items;               /* work-items a compute unit keeps in flight (estimate) */
     int coop;                            /* split_row_cooperative kernels exist */
-    size_t held_max_wg;                  /* largest team of rows_held 8/16 (a power of two) */
+    size_t held_max_wg;                  /* largest team of rows_held 8/12/16 (a power of two) */
     size_t held32_max_wg;                /* largest team of rows_held32/24; 0: not usable */
     size_t ordered_wg;                   /* work-group of split_row_ordered */
     unsigned stream_unroll;              /* FC_STREAM_UNROLL */
