@@ -66,20 +66,14 @@ enum { FC_ATTN_PART_MERGE = 4, FC_ATTN_PART_TILED_DECODE = 5 };
 #define FC_SOFTMAX_WG_KINDS 8
 #define FC_HELD_KINDS 5 /* rows_held's elements per work-item: 8, 16, 32, 12, 24 */
 
-/* The index of rows_held's kernels for `elems` elements per work-item. */
-static inline int fc_held_index(unsigned elems)
-{
-    return elems == 8 ? 0 : elems == 16 ? 1 : elems == 32 ? 2 : elems == 12 ? 3 : 4;
-}
-
 typedef struct fc_softmax_kernels {
     cl_kernel rows_in_registers[FC_DTYPE_COUNT][FC_DTYPE_COUNT];
     cl_kernel online_chunked[FC_DTYPE_COUNT][FC_DTYPE_COUNT];
     cl_kernel split_row_partials[FC_DTYPE_COUNT];                 /* by input dtype */
     cl_kernel split_row_normalize[FC_DTYPE_COUNT][FC_DTYPE_COUNT];
     cl_kernel split_row_cooperative[FC_DTYPE_COUNT][FC_DTYPE_COUNT]; /* NULL when not built */
-    /* rows_held 8, 16, 32, 12 and 24 elements (fc_held_index; 32 and 24 for 16-bit inputs, 12
-     * for f32 ones: NULL otherwise) */
+    /* rows_held 8, 16, 32, 12 and 24 elements (fc_held_kinds in softmax.c; 32 and 24 for 16-bit
+     * inputs, 12 for f32 ones: NULL otherwise) */
     cl_kernel rows_held[FC_HELD_KINDS][FC_DTYPE_COUNT][FC_DTYPE_COUNT];
     /* The same two kinds for rows that start 16-byte aligned only (vec 1; GPUs, else NULL:
      * FC_ALIGNED_KERNELS in cl/softmax.cl) */

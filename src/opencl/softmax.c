@@ -20,6 +20,23 @@ static const char *const fc_dtype_suffix[FC_DTYPE_COUNT] = {"f32", "f16", "bf16"
 enum { FC_WG_RIR, FC_WG_HELD, FC_WG_CHUNKED, FC_WG_SPLIT, FC_WG_COOP, FC_WG_ORDERED,
        FC_WG_HELD32, FC_WG_VECTOR };
 
+/* The rows_held kernels (k->rows_held[i]): elements a work-item, the limit kind they share, and
+ * the inputs that have them (cl/softmax_kernels.cl): 1 f32, 2 16-bit, 3 both. */
+static const struct {
+    unsigned elems;
+    int wg_kind, inputs;
+} fc_held_kinds[FC_HELD_KINDS] = {{8, FC_WG_HELD, 3},    {16, FC_WG_HELD, 3},
+                                  {32, FC_WG_HELD32, 2}, {12, FC_WG_HELD, 1},
+                                  {24, FC_WG_HELD32, 2}};
+
+/* The index in k->rows_held of the kernels of `elems` elements a work-item (a plan's). */
+static int fc_held_index(unsigned elems)
+{
+    int i = 0;
+    while (i + 1 < FC_HELD_KINDS && fc_held_kinds[i].elems != elems) i++;
+    return i;
+}
+
 static flashcl_status fc_create_kernel(fc_cl_context *ctx, cl_program program, cl_kernel *out,
                                        size_t *max_wg, const char *base, int xd, int yd)
 {
@@ -66,7 +83,7 @@ static flashcl_status fc_create_input_kernels(fc_cl_context *ctx, cl_program pro
 {
     fc_softmax_kernels *k = &ctx->softmax;
     flashcl_status st;
-    int yd, kind;
+    int yd, kind, h;
     for (kind = 0; kind < FC_SOFTMAX_WG_KINDS; kind++) wg[kind] = SIZE_MAX;
     st = fc_create_kernel(ctx, program, &k->split_row_partials[xd], &wg[FC_WG_SPLIT],
                           "softmax_split_row_partials", xd, -1);
@@ -79,26 +96,14 @@ static flashcl_status fc_create_input_kernels(fc_cl_context *ctx, cl_program pro
         if (st == FLASHCL_SUCCESS)
             st = fc_create_kernel(ctx, program, &k->split_row_normalize[xd][yd],
                                   &wg[FC_WG_SPLIT], "softmax_split_row_normalize", xd, yd);
-        if (st == FLASHCL_SUCCESS)
-            st = fc_create_kernel_twins(ctx, program, &k->rows_held[0][xd][yd],
-                                        &k->rows_held_aligned[0][xd][yd], t->aligned_kernels,
-                                        &wg[FC_WG_HELD], "softmax_rows_held8", xd, yd);
-        if (st == FLASHCL_SUCCESS)
-            st = fc_create_kernel_twins(ctx, program, &k->rows_held[1][xd][yd],
-                                        &k->rows_held_aligned[1][xd][yd], t->aligned_kernels,
-                                        &wg[FC_WG_HELD], "softmax_rows_held16", xd, yd);
-        if (st == FLASHCL_SUCCESS && xd == FLASHCL_F32)
-            st = fc_create_kernel_twins(ctx, program, &k->rows_held[3][xd][yd],
-                                        &k->rows_held_aligned[3][xd][yd], t->aligned_kernels,
-                                        &wg[FC_WG_HELD], "softmax_rows_held12", xd, yd);
-        if (st == FLASHCL_SUCCESS && xd != FLASHCL_F32)
-            st = fc_create_kernel_twins(ctx, program, &k->rows_held[2][xd][yd],
-                                        &k->rows_held_aligned[2][xd][yd], t->aligned_kernels,
-                                        &wg[FC_WG_HELD32], "softmax_rows_held32", xd, yd);
-        if (st == FLASHCL_SUCCESS && xd != FLASHCL_F32)
-            st = fc_create_kernel_twins(ctx, program, &k->rows_held[4][xd][yd],
-                                        &k->rows_held_aligned[4][xd][yd], t->aligned_kernels,
-                                        &wg[FC_WG_HELD32], "softmax_rows_held24", xd, yd);
+        for (h = 0; h < FC_HELD_KINDS && st == FLASHCL_SUCCESS; h++) {
+            char base[32];
+            if (!(fc_held_kinds[h].inputs & (xd == FLASHCL_F32 ? 1 : 2))) continue;
+            snprintf(base, sizeof base, "softmax_rows_held%u", fc_held_kinds[h].elems);
+            st = fc_create_kernel_twins(ctx, program, &k->rows_held[h][xd][yd],
+                                        &k->rows_held_aligned[h][xd][yd], t->aligned_kernels,
+                                        &wg[fc_held_kinds[h].wg_kind], base, xd, yd);
+        }
         if (st == FLASHCL_SUCCESS && t->coop)
             st = fc_create_kernel_twins(ctx, program, &k->split_row_cooperative[xd][yd],
                                         &k->split_row_cooperative_aligned[xd][yd],

@@ -108,13 +108,13 @@ static int fc_plan_held_cols(fc_plan *p, const fc_softmax_kernels *k, flashcl_dt
         !fc_env_flag("FLASHCL_SOFTMAX_NO_HELD32") &&
         fc_plan_team(p, FC_PLAN_HELD, 32, k->held32_max_wg, k->rir_group_wg, cols)) {
         p->elems = 32;
-        fc_plan_held_three(p, cols);
-        return 1;
+    } else {
+        const unsigned elems = cols <= 32 * 8 ? short_elems : 16;
+        if (!fc_plan_team(p, FC_PLAN_HELD, elems, k->held_max_wg, k->rir_group_wg, cols))
+            return 0;
+        p->elems = elems;
     }
-    const unsigned elems = cols <= 32 * 8 ? short_elems : 16;
-    if (!fc_plan_team(p, FC_PLAN_HELD, elems, k->held_max_wg, k->rir_group_wg, cols)) return 0;
-    p->elems = elems;
-    if (elems == 16 && x_dtype == FLASHCL_F32) fc_plan_held_three(p, cols);
+    if (p->elems == 4 * fc_chunk_elems(x_dtype)) fc_plan_held_three(p, cols);
     return 1;
 }
 
