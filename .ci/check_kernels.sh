@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Checks the softmax kernels (cl/portability.h, cl/dtype.h, cl/softmax_exp.h, cl/softmax.cl,
-# cl/softmax_kernels.cl, cl/softmax_cooperative.cl, cl/softmax_ordered.cl,
+# cl/softmax_kernels.cl, cl/softmax_cooperative.cl, cl/softmax_pipelined.cl, cl/softmax_ordered.cl,
 # cl/softmax_rows_vector.cl) without a GPU:
 #  1. compiles them with clang for AMD gfx90a, SPIR (spir64) and, when clang can, NVIDIA
 #     (nvptx64-nvidia-nvcl), with every option set src/opencl/softmax.c can produce for such a
@@ -31,7 +31,7 @@ fi
 resource_include="$("$CLANG" -print-resource-dir)/include"
 echo "== compiling the softmax kernels with $CLANG ($("$CLANG" --version | head -n1))"
 
-cat cl/portability.h cl/dtype.h cl/softmax_exp.h cl/softmax.cl cl/softmax_kernels.cl cl/softmax_cooperative.cl cl/softmax_ordered.cl cl/softmax_rows_vector.cl \
+cat cl/portability.h cl/dtype.h cl/softmax_exp.h cl/softmax.cl cl/softmax_kernels.cl cl/softmax_cooperative.cl cl/softmax_pipelined.cl cl/softmax_ordered.cl cl/softmax_rows_vector.cl \
     > "$work/embedded.cl"
 
 # job NAME MODE "clang target flags" "option set": compiles in the background; results are
@@ -61,14 +61,14 @@ AMD="-target amdgcn-amd-amdhsa -mcpu=gfx90a -nogpulib -c"
 AMD_IR="-target amdgcn-amd-amdhsa -mcpu=gfx90a -nogpulib -S -emit-llvm"
 SPIR="-target spir64 -S -emit-llvm"
 INTEL="$SPIR -Xclang -cl-ext=+cl_intel_subgroups -cl-no-stdinc -Xclang -include -Xclang $resource_include/opencl-c.h"
-job amdgcn embedded "$AMD" "-cl-std=CL2.0 -DFC_SG_KHR $common -DFC_MAX_WG=1024 -DFC_COOP=1 -DFC_ALIGNED_KERNELS=1 -DFC_ORDERED=1"
-job amdgcn standalone "$AMD" "-cl-std=CL2.0 -DFC_SG_KHR $common -DFC_MAX_WG=1024 -DFC_COOP=1 -DFC_ALIGNED_KERNELS=1 -DFC_ORDERED=1"
-job amdgcn embedded "$AMD" "-DFC_SG_NONE $common -DFC_MAX_WG=256 -DFC_COOP=1 -DFC_ALIGNED_KERNELS=1 -DFC_ORDERED=1"
+job amdgcn embedded "$AMD" "-cl-std=CL2.0 -DFC_SG_KHR $common -DFC_MAX_WG=1024 -DFC_COOP=1 -DFC_ALIGNED_KERNELS=1 -DFC_ORDERED=1 -DFC_PIPE_FLOATS=8192"
+job amdgcn standalone "$AMD" "-cl-std=CL2.0 -DFC_SG_KHR $common -DFC_MAX_WG=1024 -DFC_COOP=1 -DFC_ALIGNED_KERNELS=1 -DFC_ORDERED=1 -DFC_PIPE_FLOATS=8192"
+job amdgcn embedded "$AMD" "-DFC_SG_NONE $common -DFC_MAX_WG=256 -DFC_COOP=1 -DFC_ALIGNED_KERNELS=1 -DFC_ORDERED=1 -DFC_PIPE_FLOATS=8192"
 job amdgcn embedded "$AMD" "-DFC_SG_NONE $common -DFC_MAX_WG=256 -DFC_COOP=0"
 # one input dtype per program, as the library builds them (FC_DTYPES, cl/dtype.h)
 job amdgcn embedded "$AMD" "-DFC_SG_NONE $common -DFC_MAX_WG=256 -DFC_COOP=1 -DFC_ALIGNED_KERNELS=1 -DFC_ORDERED=1 -DFC_DTYPES=2"
 job amdgcn standalone "$AMD" "-DFC_SG_NONE $common -DFC_MAX_WG=256 -DFC_COOP=1 -DFC_ALIGNED_KERNELS=1 -DFC_ORDERED=1 -DFC_DTYPES=4"
-job amdgcn embedded "$AMD_IR" "-cl-std=CL3.0 -DFC_SG_KHR $common -DFC_MAX_WG=256 -DFC_COOP=1 -DFC_ALIGNED_KERNELS=1 -DFC_ORDERED=1"
+job amdgcn embedded "$AMD_IR" "-cl-std=CL3.0 -DFC_SG_KHR $common -DFC_MAX_WG=256 -DFC_COOP=1 -DFC_ALIGNED_KERNELS=1 -DFC_ORDERED=1 -DFC_PIPE_FLOATS=8192"
 job amdgcn embedded "$AMD_IR" "-DFC_SG_KHR $common -DFC_MAX_WG=1024 -DFC_COOP=0" # C 1.2: fallback
 job amdgcn embedded "$AMD_IR" "-DFC_SG_INTEL $common -DFC_MAX_WG=1024 -DFC_COOP=0" # no ext: fallback
 job spir64 embedded "$SPIR" "-DFC_SG_NONE $common -DFC_MAX_WG=256 -DFC_COOP=0"
@@ -85,12 +85,12 @@ if "$CLANG" -x cl -cl-std=CL1.2 -target nvptx64-nvidia-nvcl -S -o /dev/null - </
     nv_common="-DFC_SG_NV_PTX -DFC_SG_SIZE=32 -DFC_RIR_CHUNKS=4 -DFC_STREAM_UNROLL=4 -DFC_HALF_IMPL=2 -DFC_MAX_WG=1024 -DFC_STREAM_STORES=1 -DFC_ALIGNED_KERNELS=1"
     # FC_COOP_ELEMS: 32 in the f32 program, 64 in the 16-bit ones (softmax.c)
     nv_out="$work/out.${#jobs_list[@]}"
-    job nvptx embedded "$NV" "$nv_common -DFC_COOP_ELEMS=32 -DFC_COOP=1 -DFC_ORDERED=1 -DFC_NV_CVT2=1"
+    job nvptx embedded "$NV" "$nv_common -DFC_COOP_ELEMS=32 -DFC_COOP=1 -DFC_ORDERED=1 -DFC_NV_CVT2=1 -DFC_PIPE_FLOATS=8192"
     job nvptx standalone "$NV" "$nv_common -DFC_COOP_ELEMS=32 -DFC_COOP=0"
     nv_fast_out="$work/out.${#jobs_list[@]}" # the 16-bit programs (FC_DTYPES 2 and 4)
-    job nvptx embedded "$NV" "$nv_common -DFC_COOP_ELEMS=64 -DFC_COOP=1 -DFC_ORDERED=1 -DFC_NV_CVT2=1 -DFC_FAST_EXP=1 -DFC_DTYPES=6"
+    job nvptx embedded "$NV" "$nv_common -DFC_COOP_ELEMS=64 -DFC_COOP=1 -DFC_ORDERED=1 -DFC_NV_CVT2=1 -DFC_PIPE_FLOATS=8192 -DFC_FAST_EXP=1 -DFC_DTYPES=6"
     nv_ftz_out="$work/out.${#jobs_list[@]}" # and with the .ftz / shifted exps (the default there)
-    job nvptx embedded "$NV" "$nv_common -DFC_COOP_ELEMS=64 -DFC_COOP=1 -DFC_ORDERED=1 -DFC_NV_CVT2=1 -DFC_FAST_EXP=1 -DFC_EXP_FTZ=1 -DFC_EXP_SHIFT=1 -DFC_DTYPES=6"
+    job nvptx embedded "$NV" "$nv_common -DFC_COOP_ELEMS=64 -DFC_COOP=1 -DFC_ORDERED=1 -DFC_NV_CVT2=1 -DFC_PIPE_FLOATS=8192 -DFC_FAST_EXP=1 -DFC_EXP_FTZ=1 -DFC_EXP_SHIFT=1 -DFC_DTYPES=6"
 else
     echo "  skip  nvptx: $CLANG has no nvptx64-nvidia-nvcl target"
 fi

@@ -79,6 +79,79 @@ FC_INLINE float2 fc_group_merge(float2 md, uint lid, uint width, int everyone,
 }
 #endif
 
+/* The slice's (m, d) from each work-item's own (m, d): in the first work-item, and in all of
+ * them with `everyone`. */
+FC_INLINE float2 fc_slice_md(float2 own, int everyone, uint lid, uint width,
+                             __local float *scratch)
+{
+#if defined(FC_HAVE_WARP_STEPS)
+    return fc_group_merge(own, lid, width, everyone, scratch);
+#else
+    (void)everyone;
+    (void)lid;
+    return fc_team_merge(own, width, scratch);
+#endif
+}
+
+/* Publishes slice `slice` of row `row` (its (m, d) in the first work-item's md) and, for rows of
+ * more than FC_COOP_POLL_SLOTS slices, counts it in the row's arrivals. */
+FC_INLINE void fc_coop_publish(volatile __global ulong *state, ulong rows, ulong row, uint slice,
+                               uint slices, float2 md, uint lid)
+{
+    if (lid == 0) {
+        atom_xchg(&state[1 + row * slices + slice], fc_md_pack(md));
+        if (slices > FC_COOP_POLL_SLOTS)
+            atom_inc(&state[1 + rows * slices + row]);
+    }
+}
+
+/* The row's (M, D), once every slice of it has published: merged in slice order, so every
+ * work-item of every group of the row gets identical bits. The caller orders its earlier reads
+ * of scratch before the call. */
+FC_INLINE float2 fc_coop_row_md(volatile __global ulong *state, ulong rows, ulong row,
+                                uint slices, uint lid, uint width, __local float *scratch)
+{
+    volatile __global ulong *row_slots = state + 1 + row * slices;
+    float2 md = (float2)(-INFINITY, 0.0f);
+    if (slices > FC_COOP_POLL_SLOTS) {
+        /* Many slices: one word per group (the row's arrival count) is polled until the row
+         * looks complete, instead of every slot by a lane each, which measured slower for
+         * 64 x 1M (67% against 70% of copy bandwidth) but faster for few slices (4096 x
+         * 32768 f32: 98% against 94%). The count only spares the slots the polling: they are
+         * still read (and waited for) one by one below, so nothing depends on the order in
+         * which the two become visible. */
+        if (lid == 0)
+            fc_wait_word(state + 1 + rows * slices + row, slices, 200);
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+#if defined(FC_HAVE_WARP_STEPS)
+    if (slices <= FC_COOP_POLL_SLOTS) {
+        /* The first warp gathers (lane i waits for slice i), merges across itself and hands
+         * (M, D) to the others through local memory: one barrier. (Every item gathering, as
+         * below, and a team merge measured 3-7 points of copy bandwidth slower on 16-bit
+         * slices; every warp gathering on its own, with no barrier, far slower: 32 x 4 pollers
+         * a row.) */
+        if (lid < 32u) {
+            if (lid < slices)
+                md = fc_md_unpack(fc_wait_word(&row_slots[lid], 1, 200));
+            md = fc_warp_merge(md);
+            if (lid == 0) {
+                scratch[0] = md.x;
+                scratch[1] = md.y;
+            }
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        return (float2)(scratch[0], scratch[1]);
+    }
+#endif
+    /* lane i waits for slices i, i + width, ... (past FC_COOP_POLL_SLOTS slices after the
+     * arrival barrier, which orders the first item's earlier reads of scratch before the merge's
+     * writes) */
+    for (uint i = lid; i < slices; i += width)
+        md = fc_md_merge(md, fc_md_unpack(fc_wait_word(&row_slots[i], 1, 200)));
+    return fc_slice_md(md, 1, lid, width, scratch);
+}
+
 FC_INLINE void fc_split_row_cooperative(const int xdt, const int ydt, const __global void *x,
                                         ulong x_off, ulong x_stride, __global void *y,
                                         ulong y_off, ulong y_stride, ulong rows, uint cols,
@@ -106,67 +179,12 @@ FC_INLINE void fc_split_row_cooperative(const int xdt, const int ydt, const __gl
     const float m_own = fc_held_load(xdt, v, elems, fc_row(xdt, x, x_at - head), begin, end,
                                      lid, width, scale, vec != 0, head);
     const float d_own = fc_held_exp_sum(ydt, v, elems, fc_md_ref(m_own), log_mode);
-#if defined(FC_HAVE_WARP_STEPS)
     /* The slice's (m, d), needed by every item only when the row is one slice (else by the
-     * first, which publishes it). Later writes to scratch come after a barrier, or from the
-     * first item itself (the gather of at most FC_COOP_POLL_SLOTS slices). */
-    float2 md = fc_group_merge((float2)(m_own, d_own), lid, width, slices == 1, scratch);
-#else
-    float2 md = fc_team_merge((float2)(m_own, d_own), width, scratch);
-#endif
-
-    /* Publish this slice, then gather the row's slices. */
+     * first, which publishes it). */
+    float2 md = fc_slice_md((float2)(m_own, d_own), slices == 1, lid, width, scratch);
     if (slices > 1) {
-        volatile __global ulong *row_slots = state + 1 + row * slices;
-        volatile __global ulong *arrived = state + 1 + rows * slices + row;
-        if (lid == 0)
-            atom_xchg(&row_slots[slice], fc_md_pack(md));
-        if (slices > FC_COOP_POLL_SLOTS) {
-            /* Many slices: one word per group (the row's arrival count) is polled until the row
-             * looks complete, instead of every slot by a lane each, which measured slower for
-             * 64 x 1M (67% against 70% of copy bandwidth) but faster for few slices (4096 x
-             * 32768 f32: 98% against 94%). The count only spares the slots the polling: they are
-             * still read (and waited for) one by one below, so nothing depends on the order in
-             * which the two become visible. */
-            if (lid == 0) {
-                atom_inc(arrived);
-                fc_wait_word(arrived, slices, 200);
-            }
-            barrier(CLK_LOCAL_MEM_FENCE);
-        }
-        md = (float2)(-INFINITY, 0.0f);
-#if defined(FC_HAVE_WARP_STEPS)
-        if (slices <= FC_COOP_POLL_SLOTS) {
-            /* The first warp gathers (lane i waits for slice i), merges across itself and
-             * hands (M, D) to the others through local memory: one barrier. (Every item
-             * gathering, as below, and a team merge measured 3-7 points of copy bandwidth
-             * slower on 16-bit slices; every warp gathering on its own, with no barrier, far
-             * slower: 32 x 4 pollers a row.) */
-            if (lid < 32u) {
-                if (lid < slices)
-                    md = fc_md_unpack(fc_wait_word(&row_slots[lid], 1, 200));
-                md = fc_warp_merge(md);
-                if (lid == 0) {
-                    scratch[0] = md.x;
-                    scratch[1] = md.y;
-                }
-            }
-            barrier(CLK_LOCAL_MEM_FENCE);
-            md = (float2)(scratch[0], scratch[1]);
-        } else
-#endif
-        {
-            /* lane i waits for slices i, i + width, ... */
-            for (uint i = lid; i < slices; i += width)
-                md = fc_md_merge(md, fc_md_unpack(fc_wait_word(&row_slots[i], 1, 200)));
-#if defined(FC_HAVE_WARP_STEPS)
-            /* (past FC_COOP_POLL_SLOTS slices: after the arrival barrier, which orders the
-             * first item's reads of scratch above before these writes) */
-            md = fc_group_merge(md, lid, width, 1, scratch);
-#else
-            md = fc_team_merge(md, width, scratch);
-#endif
-        }
+        fc_coop_publish(state, rows, row, slice, slices, md, lid);
+        md = fc_coop_row_md(state, rows, row, slices, lid, width, scratch);
     }
     /* Items of only -inf hold zeros: their factor must be 0, not e^(0 - M), which may be inf.
      * An all -inf row has D = 0: 0 * (1 / 0) is NaN, as torch gives. */
@@ -175,13 +193,18 @@ FC_INLINE void fc_split_row_cooperative(const int xdt, const int ydt, const __gl
                   y_vec, vec == 0, log_mode, md.x, rescale * (1.0f / md.y), log(md.y), head);
 }
 
+/* The parameters of the cooperative kernels (and the pipelined ones, softmax_pipelined.cl)
+ * after FC_PTR_ARGS: the launch's words are state + state_off; clear_* name the words of the
+ * launch before, which this one zeroes (fc_clear_previous). */
+#define FC_COOP_PARAMS                                                                         \
+    ulong rows, uint cols, uint slice_len, uint slices, float scale, int log_mode, int vec,    \
+        volatile __global ulong *state, ulong state_off, ulong clear_off, uint clear_words,    \
+        uint clear_per
+
 /* The plain kernel takes every layout (vec 0, 1 or 2); the _aligned one rows that start 16-byte
  * aligned alone (FC_ALIGNED_KERNELS, softmax.cl). */
 #define FC_COOP_KERNEL_AS(NAME, XN, XT, XD, YN, YT, YD, VEC)                                   \
-    __kernel void NAME##_##XN##_##YN(                                                          \
-        FC_PTR_ARGS(XT, YT), ulong rows, uint cols, uint slice_len, uint slices, float scale,  \
-        int log_mode, int vec, volatile __global ulong *state, ulong state_off,                \
-        ulong clear_off, uint clear_words, uint clear_per)                                     \
+    __kernel void NAME##_##XN##_##YN(FC_PTR_ARGS(XT, YT), FC_COOP_PARAMS)                      \
     {                                                                                          \
         __local float scratch[FC_MAX_WG];                                                      \
         __local ulong ticket;                                                                  \

@@ -28,7 +28,7 @@
  * row's other normalise items wait for (an earlier ticket): all of a row's slices are
  * normalised by identical bits. */
 #ifndef FLASHCL_EMBEDDED
-#include "softmax_cooperative.cl" /* and through it softmax.cl */
+#include "softmax_pipelined.cl" /* and through it softmax.cl */
 #endif
 
 /* 1: build softmax_split_row_ordered_* (needs 64-bit global atomics). */

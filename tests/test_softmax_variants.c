@@ -1,6 +1,6 @@
 /* Every softmax variant forced through params.variant: ROW_IN_REGISTERS, ONLINE_CHUNKED and
- * SPLIT_ROW (again without the cooperative split rows, and once more with the legacy choices,
- * FLASHCL_SOFTMAX_LEGACY=1) x all 9 dtype
+ * SPLIT_ROW (again without the cooperative split rows, once more through the pipelined one, and
+ * once with the legacy choices, FLASHCL_SOFTMAX_LEGACY=1) x all 9 dtype
  * pairs x cols in {1, 2, 3, 127, 1000, 1023, 1025, 4097, 65537, 1<<20} x rows {1, 3, 17} (at
  * most 1.2M elements a case: 1<<20 runs with one row; two rows for three of the pairs),
  * layouts and special rows drawn at random per case as in test_softmax_auto. A forced variant
@@ -243,6 +243,46 @@ static void test_split_state_reuse(void **state)
     unsetenv("FLASHCL_CUDA_SOFTMAX_HOST_CLEAR");
 }
 
+/* The pipelined cooperative split row (cl/softmax_pipelined.cl), which AUTO takes only for rows
+ * of 33 slices or more with more tickets than its groups, reached here from 2 slices with one
+ * group a compute unit (FLASHCL_SOFTMAX_PIPE_SLICES=2, FLASHCL_SOFTMAX_PIPE_GROUPS=1, read at
+ * every call) so that each group draws many tickets: every forced SPLIT_ROW case above, and
+ * shapes of many short-sliced rows, each against host_ref and, bit for bit, against the
+ * cooperative kernel (the same slices and formulas: FLASHCL_SOFTMAX_PIPE_SLICES=0). Devices
+ * without the kernel (CPUs) run their split rows both times, which must agree too. */
+static void test_pipelined_split_rows(void **state)
+{
+    (void)state;
+    const int64_t shapes[][2] = {{300, 4097}, {41, 65537}, {3, 1 << 20}, {257, 8193}, {96, 20000}};
+    setenv("FLASHCL_SOFTMAX_PIPE_SLICES", "2", 1);
+    setenv("FLASHCL_SOFTMAX_PIPE_GROUPS", "1", 1);
+    run_variant(FLASHCL_SOFTMAX_SPLIT_ROW);
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+        for (int half = 0; half < 2; half++) {
+            tu_softmax_case c = {0};
+            uint64_t hash[2];
+            const uint64_t seed = tu_base_seed() + 9700 + (uint64_t)(si * 2 + (size_t)half);
+            c.xt = half ? (si % 2 ? FLASHCL_BF16 : FLASHCL_F16) : FLASHCL_F32;
+            c.yt = si % 3 == 0 ? FLASHCL_F32 : si % 3 == 1 ? FLASHCL_F16 : FLASHCL_BF16;
+            c.rows = shapes[si][0];
+            c.cols = shapes[si][1];
+            c.variant = FLASHCL_SOFTMAX_SPLIT_ROW;
+            c.special = (int)si % 2;
+            c.x_off = si == 3 ? 3 : 0; /* unaligned rows: the shifted layout */
+            c.x_pad = si == 4 ? 5 : 0;
+            c.log = half;
+            c.scale = si == 2 ? -0.7f : 1.3f;
+            for (int run = 0; run < 2; run++) {
+                setenv("FLASHCL_SOFTMAX_PIPE_SLICES", run ? "0" : "2", 1);
+                tu_softmax_check(g_ctx, &c, seed, &hash[run]);
+            }
+            assert_true(hash[0] == hash[1]);
+        }
+    }
+    unsetenv("FLASHCL_SOFTMAX_PIPE_SLICES");
+    unsetenv("FLASHCL_SOFTMAX_PIPE_GROUPS");
+}
+
 /* FLASHCL_SOFTMAX_LEGACY=1 restores the variant choice from before the rows held as floats and
  * the ordered split row (softmax_plan.c): the raw-chunk rows in registers for every row that
  * fits, and the cooperative or 3-pass split row, which the tests above no longer reach where
@@ -269,6 +309,7 @@ int main(void)
         cmocka_unit_test(test_short_16bit_rows),
         cmocka_unit_test(test_three_chunk_rows),
         cmocka_unit_test(test_split_state_reuse),
+        cmocka_unit_test(test_pipelined_split_rows),
         cmocka_unit_test(test_legacy_choices),
     };
     int failures = cmocka_run_group_tests(tests, NULL, NULL);

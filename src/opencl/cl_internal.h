@@ -63,7 +63,7 @@ enum { FC_ATTN_PART_MERGE = 4, FC_ATTN_PART_TILED_DECODE = 5 };
 
 /* Kernels of the softmax programs (cl/softmax.cl), indexed [input dtype][output dtype], and the
  * launch limits softmax.c derived from the build options and from the kernels themselves. */
-#define FC_SOFTMAX_WG_KINDS 8
+#define FC_SOFTMAX_WG_KINDS 9
 #define FC_HELD_KINDS 5 /* rows_held's elements per work-item: 8, 16, 32, 12, 24 */
 
 typedef struct fc_softmax_kernels {
@@ -80,6 +80,7 @@ typedef struct fc_softmax_kernels {
     cl_kernel rows_held_aligned[FC_HELD_KINDS][FC_DTYPE_COUNT][FC_DTYPE_COUNT];
     cl_kernel split_row_cooperative_aligned[FC_DTYPE_COUNT][FC_DTYPE_COUNT];
     cl_kernel split_row_ordered[FC_DTYPE_COUNT][FC_DTYPE_COUNT]; /* NULL when not built */
+    cl_kernel split_row_pipelined[FC_DTYPE_COUNT][FC_DTYPE_COUNT]; /* NULL when not built */
     cl_kernel rows_vector[FC_DTYPE_COUNT][FC_DTYPE_COUNT];       /* CPUs only; else NULL */
     unsigned rir_chunks;                 /* 16-byte chunks per work-item (FC_RIR_CHUNKS) */
     unsigned coop_elems[FC_DTYPE_COUNT]; /* FC_COOP_ELEMS by input dtype: cooperative floats
@@ -89,6 +90,9 @@ typedef struct fc_softmax_kernels {
     size_t chunked_wg, split_wg, coop_wg;
     size_t resident_items;               /* work-items a compute unit keeps in flight (estimate) */
     int coop;                            /* split_row_cooperative kernels exist */
+    size_t pipe_wg;                      /* largest work-group of split_row_pipelined (0: not
+                                            built); its slices hold at most pipe_floats floats */
+    unsigned pipe_floats;
     size_t held_max_wg;                  /* largest team of rows_held 8/12/16 (a power of two) */
     size_t held32_max_wg;                /* largest team of rows_held32/24; 0: not usable */
     size_t ordered_wg;                   /* work-group of split_row_ordered */

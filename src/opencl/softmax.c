@@ -1,4 +1,5 @@
-/* Host side of cl/softmax.cl, cl/softmax_cooperative.cl and cl/softmax_ordered.cl: kernel
+/* Host side of cl/softmax.cl, cl/softmax_cooperative.cl, cl/softmax_pipelined.cl and
+ * cl/softmax_ordered.cl: kernel
  * creation (with the figures softmax_tuning.c picks per device, which also writes the build
  * options), and the launch of the variant softmax_plan.c chose for one validated request. */
 #include <limits.h>
@@ -18,7 +19,7 @@ static const char *const fc_dtype_suffix[FC_DTYPE_COUNT] = {"f32", "f16", "bf16"
 
 /* Kinds of kernel whose work-group limits the launches share (kernel_wg's second index). */
 enum { FC_WG_RIR, FC_WG_HELD, FC_WG_CHUNKED, FC_WG_SPLIT, FC_WG_COOP, FC_WG_ORDERED,
-       FC_WG_HELD32, FC_WG_VECTOR };
+       FC_WG_HELD32, FC_WG_VECTOR, FC_WG_PIPE };
 
 /* The rows_held kernels (k->rows_held[i]): elements a work-item, the limit kind they share, and
  * the inputs that have them (cl/softmax_kernels.cl): 1 f32, 2 16-bit, 3 both. */
@@ -109,6 +110,9 @@ static flashcl_status fc_create_input_kernels(fc_cl_context *ctx, cl_program pro
                                         &k->split_row_cooperative_aligned[xd][yd],
                                         t->aligned_kernels, &wg[FC_WG_COOP],
                                         "softmax_split_row_cooperative", xd, yd);
+        if (st == FLASHCL_SUCCESS && t->pipe_floats)
+            st = fc_create_kernel(ctx, program, &k->split_row_pipelined[xd][yd], &wg[FC_WG_PIPE],
+                                  "softmax_split_row_pipelined", xd, yd);
         if (st == FLASHCL_SUCCESS && t->ordered)
             st = fc_create_kernel(ctx, program, &k->split_row_ordered[xd][yd],
                                   &wg[FC_WG_ORDERED], "softmax_split_row_ordered", xd, yd);
@@ -146,6 +150,8 @@ static flashcl_status fc_set_limits(fc_cl_context *ctx, const fc_softmax_tuning 
     k->split_wg = fc_floor_pow2(fc_min(wg[FC_WG_SPLIT], t->split_wg));
     k->coop_wg = t->coop ? fc_floor_pow2(fc_min(wg[FC_WG_COOP], t->coop_wg)) : 0;
     k->coop = t->coop;
+    k->pipe_floats = t->pipe_floats;
+    k->pipe_wg = t->pipe_floats ? fc_floor_pow2(fc_min(wg[FC_WG_PIPE], t->coop_wg)) : 0;
     k->held_max_wg = fc_floor_pow2(fc_min(wg[FC_WG_HELD], t->max_wg));
     /* rows_held32 exists in the 16-bit programs only (SIZE_MAX here without one: unused then,
      * the plan takes it for 16-bit input alone); a team must still be a whole warp. */
@@ -178,7 +184,8 @@ static void fc_trace_limits(const fc_cl_context *ctx, int part)
 {
     static const char *const kinds[FC_SOFTMAX_WG_KINDS] = {
         "rows_in_registers", "rows_held8/12/16", "online_chunked", "split_row",
-        "split_row_cooperative", "split_row_ordered", "rows_held24/32", "rows_vector"};
+        "split_row_cooperative", "split_row_ordered", "rows_held24/32", "rows_vector",
+        "split_row_pipelined"};
     const fc_softmax_kernels *k = &ctx->softmax;
     int xd, kind;
     for (xd = 0; xd < FC_DTYPE_COUNT; xd++) {
@@ -192,8 +199,9 @@ static void fc_trace_limits(const fc_cl_context *ctx, int part)
     }
     fprintf(stderr,
             "flashcl softmax (opencl): launch limits: rows_in_registers %zu, rows_held %zu, "
-            "rows_held24/32 %zu, cooperative %zu, ordered %zu\n",
-            k->rir_max_wg, k->held_max_wg, k->held32_max_wg, k->coop_wg, k->ordered_wg);
+            "rows_held24/32 %zu, cooperative %zu, pipelined %zu, ordered %zu\n",
+            k->rir_max_wg, k->held_max_wg, k->held32_max_wg, k->coop_wg, k->pipe_wg,
+            k->ordered_wg);
 }
 
 flashcl_status fc_cl_softmax_create_kernels(fc_cl_context *ctx, cl_program program, int part)
@@ -228,7 +236,7 @@ void fc_cl_softmax_release_kernels(fc_cl_context *ctx, int part)
                 &k->rows_in_registers[xd][yd],   &k->online_chunked[xd][yd],
                 &k->split_row_normalize[xd][yd], &k->split_row_cooperative[xd][yd],
                 &k->split_row_ordered[xd][yd],   &k->rows_vector[xd][yd],
-                &k->split_row_cooperative_aligned[xd][yd]};
+                &k->split_row_cooperative_aligned[xd][yd], &k->split_row_pipelined[xd][yd]};
             size_t i;
             for (i = 0; i < sizeof pair / sizeof pair[0]; i++) {
                 if (*pair[i]) clReleaseKernel(*pair[i]);
@@ -359,10 +367,17 @@ static flashcl_status fc_enqueue_batch(fc_cl_context *ctx, const fc_softmax_desc
         }
         return st;
     }
-    case FC_PLAN_COOP: {
-        const size_t groups = (size_t)n * p->slices;
+    case FC_PLAN_COOP:
+    case FC_PLAN_PIPE: { /* pipelined: p->groups work-groups draw the n x slices tickets */
+        const size_t tickets = (size_t)n * p->slices;
+        const int pipe = p->kind == FC_PLAN_PIPE;
+        const size_t groups = pipe && p->groups < tickets ? p->groups : tickets;
+        const cl_kernel kernel =
+            pipe ? k->split_row_pipelined[xd][yd]
+                 : fc_layout_kernel(k->split_row_cooperative[xd][yd],
+                                    k->split_row_cooperative_aligned[xd][yd], vec);
         fc_split_state s;
-        st = fc_split_state_acquire(ctx, 1 + groups + (size_t)n, groups, p->wg, &s);
+        st = fc_split_state_acquire(ctx, 1 + tickets + (size_t)n, groups, p->wg, &s);
         if (st == FLASHCL_SUCCESS) {
             const fc_arg args[] = {FC_ARG(x),           FC_ARG(x_off),       FC_ARG(x_stride),
                                    FC_ARG(y),           FC_ARG(y_off),       FC_ARG(y_stride),
@@ -371,10 +386,7 @@ static flashcl_status fc_enqueue_batch(fc_cl_context *ctx, const fc_softmax_desc
                                    FC_ARG(vec),         FC_ARG(s.buffer),    FC_ARG(s.state_off),
                                    FC_ARG(s.clear_off), FC_ARG(s.clear_words),
                                    FC_ARG(s.clear_per)};
-            st = fc_launch(ctx,
-                           fc_layout_kernel(k->split_row_cooperative[xd][yd],
-                                            k->split_row_cooperative_aligned[xd][yd], vec),
-                           args, 18, groups, p->wg);
+            st = fc_launch(ctx, kernel, args, 18, groups, p->wg);
         }
         if (st == FLASHCL_SUCCESS) fc_split_state_commit(ctx, &s);
         return st;
@@ -431,17 +443,18 @@ flashcl_status fc_cl_softmax(void *vctx, const fc_softmax_desc *desc)
                        (long long)desc->cols);
     st = fc_softmax_choose_plan(ctx, desc, &p);
     if (st != FLASHCL_SUCCESS) return st;
-    if (p.shifted) vec = 2; /* rows held or the cooperative split row, shifted */
+    if (p.shifted) vec = 2; /* rows held or the cooperative split rows, shifted */
     if (fc_env_flag("FLASHCL_SOFTMAX_TRACE")) {
         static const char *const names[] = {"rows_in_registers", "rows_held", "online_chunked",
                                             "split_row", "split_row_cooperative",
-                                            "split_row_ordered", "rows_vector"};
+                                            "split_row_ordered", "rows_vector",
+                                            "split_row_pipelined"};
         fprintf(stderr,
                 "flashcl softmax (opencl): %lld x %lld -> %s, work-group %zu, team %u, elems %u, "
-                "slices %u of %llu, lag %llu%s\n",
+                "slices %u of %llu, lag %llu, groups %zu%s\n",
                 (long long)desc->rows, (long long)desc->cols, names[p.kind], p.wg, p.team,
                 p.elems, p.slices, (unsigned long long)p.slice_len, (unsigned long long)p.lag,
-                p.shifted ? ", shifted rows" : "");
+                p.groups, p.shifted ? ", shifted rows" : "");
     }
 
     /* Launches stay below 2^31 work-items; chunked work-groups loop over rows. */

@@ -12,7 +12,10 @@
  *   16-bit cols <= raw cap (8192)    -> rows in registers as raw 16-byte chunks
  *   longer rows, on GPUs that built it:
  *     a row in at most one slice per compute unit (64 for 16-bit input past 4 rows) -> coop. split
- *                                       row: slices held in registers, one read, one write
+ *                                       row: slices held in registers, one read, one write;
+ *                                       f32 rows of more than 32 slices in groups of 256, and
+ *                                       past 32 slices still, pipelined (a group parks one
+ *                                       slice in local memory while it loads the next)
  *     otherwise                      -> ticket-ordered split row (one HBM read + one L2
  *                                       re-read + one write, any number of rows)
  *   otherwise the legacy choice below.
@@ -24,7 +27,9 @@
  * FLASHCL_SOFTMAX_NO_COOP=1 leaves the cooperative split row out (then the ordered split);
  * FLASHCL_SOFTMAX_NO_SHIFT=1 runs its rows that do not start on a 16-byte chunk element by
  * element instead of in their shifted layout (cl/softmax_cooperative.cl);
- * FLASHCL_SOFTMAX_COOP_WG=n sets its smallest work-group (tuning; 128 by default).
+ * FLASHCL_SOFTMAX_COOP_WG=n sets its smallest work-group (tuning; 128 by default; no widening);
+ * FLASHCL_SOFTMAX_PIPE_SLICES=n pipelines rows of n slices or more (0: never; 33 by default),
+ * FLASHCL_SOFTMAX_PIPE_GROUPS=n launches n groups a compute unit for it (4).
  * FLASHCL_SOFTMAX_L2_BUDGET_KB=N overrides the ordered split's cache budget (8192 on GPUs, 32768
  * for 16-bit input on an H200: the input bytes read between a slice's two reads, as many
  * written); FLASHCL_SOFTMAX_ORDERED_SLICE_KB=N and FLASHCL_SOFTMAX_ORDERED_WG=n its slices'
@@ -213,6 +218,10 @@ static void fc_plan_split(fc_plan *p, const fc_cl_device *dev, const fc_softmax_
     fc_plan_slices(p, FC_PLAN_SPLIT, k->split_wg, ucols, slices, unit);
 }
 
+/* The slices of a row that the cooperative kernels' first warp gathers (FC_COOP_POLL_SLOTS in
+ * cl/softmax_cooperative.cl). */
+#define FC_COOP_GATHER_SLOTS 32
+
 /* Cooperative split row: a slice of at most coop_elems elements per work-item in
  * registers (cl/softmax.cl), as many slices as that takes; 0 when they would exceed the compute
  * units (the no-deadlock condition). Work-groups of 128, or the smallest larger power of two
@@ -243,6 +252,19 @@ static int fc_plan_coop(fc_plan *p, const fc_cl_device *dev, const fc_softmax_ke
         if (wg * 2 > k->coop_wg) return 0;
         wg *= 2;
     }
+    /* f32 rows of more slices than the first warp gathers (FC_COOP_GATHER_SLOTS) wait on an
+     * arrival count instead, which costs more than larger groups do: wider groups while they
+     * fit. H200, NVIDIA OpenCL, 2026-11-26, f32 ms, 128 -> 256 work-items: 256x262144 (64 -> 32
+     * slices) 0.165 -> 0.152, 512x262144 0.318 -> 0.292, 128x524288 (128 -> 64, then
+     * pipelined) 0.184 -> 0.166; rows of 32 slices or fewer lose with 256 (1024x131072 0.2771
+     * -> 0.2788, 300x100000 0.069 -> 0.074). 16-bit slices of 256 x 64 elements lost: 64x1M
+     * f16 0.106 (ordered) -> 0.120, 128x524288 f16 0.098 -> 0.110
+     * (bench/results/2026-11-26-session24.md). */
+    while (!env && x_dtype == FLASHCL_F32 && slices > FC_COOP_GATHER_SLOTS &&
+           wg * 2 <= k->coop_wg) {
+        wg *= 2;
+        slices = (ucols + wg * elems - 1) / (wg * elems);
+    }
     /* 16-bit slices of 64 elements a work-item (NVIDIA's programs) are issue-bound: a group
      * pays for every element it could hold, so a row that fills its slices only in part runs
      * at the speed of a full one. Groups of 64 where that fills the slices clearly better (by
@@ -271,6 +293,37 @@ static int fc_plan_coop(fc_plan *p, const fc_cl_device *dev, const fc_softmax_ke
     /* Balanced slices, each starting on a 16-byte chunk (at most 8 elements). */
     fc_plan_slices(p, FC_PLAN_COOP, wg, ucols, slices, 8);
     p->shifted = shifted;
+    return 1;
+}
+
+/* The pipelined cooperative split row (cl/softmax_pipelined.cl) for a cooperative plan of f32
+ * input (any input when FLASHCL_SOFTMAX_PIPE_SLICES is set: tests, A/B) with at least
+ * FLASHCL_SOFTMAX_PIPE_SLICES slices a row (33 by default: more than the first warp gathers; 0:
+ * never) and more tickets than the work-groups it launches: compute units x
+ * FLASHCL_SOFTMAX_PIPE_GROUPS (4 by default), never fewer than the slices of a row (the
+ * no-deadlock condition there), whose parked slices fit FC_PIPE_FLOATS. H200, NVIDIA OpenCL,
+ * 2026-11-26, f32 ms, cooperative -> pipelined, groups of 256: 64x1M 0.198 -> 0.167, 128x524288
+ * 0.169 -> 0.165, 20x1M 0.068 -> 0.060; rows of 32 slices or fewer lose (256x262144 0.152 ->
+ * 0.157, 1024x131072 0.279 -> 0.306), and so do 16-bit slices (groups of 128 x 64 floats: 64x1M
+ * f16 0.136 against the ordered split's 0.106; H100 0.142 against 0.122), which park twice the
+ * floats per input byte; 2 or 3 groups a compute unit lose to 4, 5 to 8 tie. H100, f32: 64x1M
+ * 0.223 -> 0.209, 20x1M 0.080 -> 0.072 (bench/results/2026-11-26-session24.md). */
+static int fc_plan_pipe(fc_plan *p, const fc_cl_device *dev, const fc_softmax_kernels *k,
+                        flashcl_dtype x_dtype, int64_t rows)
+{
+    const char *from_env = getenv("FLASHCL_SOFTMAX_PIPE_SLICES");
+    const char *per_env = getenv("FLASHCL_SOFTMAX_PIPE_GROUPS");
+    const int from = from_env ? atoi(from_env) : 33;
+    const size_t per = per_env && atoi(per_env) > 0 ? (size_t)atoi(per_env) : 4;
+    const size_t groups = (size_t)dev->compute_units * per;
+    if (!k->pipe_wg || from <= 0 || (!from_env && x_dtype != FLASHCL_F32) ||
+        p->kind != FC_PLAN_COOP || p->slices < 2 ||
+        p->slices < (unsigned)from || p->wg > k->pipe_wg ||
+        p->wg * k->coop_elems[x_dtype] > k->pipe_floats || groups < p->slices ||
+        (uint64_t)rows * p->slices <= groups)
+        return 0;
+    p->kind = FC_PLAN_PIPE;
+    p->groups = groups;
     return 1;
 }
 
@@ -369,7 +422,10 @@ flashcl_status fc_softmax_choose_plan(const fc_cl_context *ctx, const fc_softmax
             return FLASHCL_SUCCESS;
         return fc_choose_legacy(ctx, desc, p); /* its message */
     case FLASHCL_SOFTMAX_SPLIT_ROW:
-        if (fc_plan_coop(p, dev, k, desc)) return FLASHCL_SUCCESS;
+        if (fc_plan_coop(p, dev, k, desc)) {
+            fc_plan_pipe(p, dev, k, desc->x_dtype, rows);
+            return FLASHCL_SUCCESS;
+        }
         if (!k->ordered) return fc_choose_legacy(ctx, desc, p);
         fc_plan_ordered(p, k, desc->x_dtype, rows, cols);
         return FLASHCL_SUCCESS;
@@ -411,7 +467,8 @@ flashcl_status fc_softmax_choose_plan(const fc_cl_context *ctx, const fc_softmax
      * against ordered: 3 x 1000003 f16 0.030 vs 0.041, 4 x 1M 0.0163-0.0165 vs 0.0188-0.0191,
      * 2 x 1M 0.0139 vs 0.0153; from 16 rows the ordered split wins, 16 x 1M 0.0387 vs 0.0442). */
     if (dev->is_gpu && fc_plan_coop(p, dev, k, desc) &&
-        (desc->x_dtype == FLASHCL_F32 || p->slices <= 64 || rows <= 4 || !k->ordered))
+        (fc_plan_pipe(p, dev, k, desc->x_dtype, rows) || desc->x_dtype == FLASHCL_F32 ||
+         p->slices <= 64 || rows <= 4 || !k->ordered))
         return FLASHCL_SUCCESS;
     memset(p, 0, sizeof *p);
     if (k->ordered && dev->is_gpu) {

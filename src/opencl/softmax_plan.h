@@ -12,13 +12,15 @@ typedef enum fc_plan_kind {
     FC_PLAN_SPLIT,   /* softmax_split_row_partials + softmax_split_row_normalize */
     FC_PLAN_COOP,    /* softmax_split_row_cooperative */
     FC_PLAN_ORDERED, /* softmax_split_row_ordered */
-    FC_PLAN_VECTOR   /* softmax_rows_vector: a row per work-item in 16-wide vectors (CPUs) */
+    FC_PLAN_VECTOR,  /* softmax_rows_vector: a row per work-item in 16-wide vectors (CPUs) */
+    FC_PLAN_PIPE     /* softmax_split_row_pipelined */
 } fc_plan_kind;
 
 typedef struct fc_plan {
     fc_plan_kind kind;
     size_t wg;              /* work-group size */
-    size_t groups;          /* online chunked: grid size (work-groups loop over rows) */
+    size_t groups;          /* online chunked, pipelined: grid size (work-groups loop over rows
+                               or tickets) */
     unsigned team;          /* rows in registers / held: work-items per row */
     unsigned elems;         /* rows held: elements per work-item (8, 12, 16, 24 or 32) */
     cl_ulong slice_len;     /* split rows: elements per slice (a multiple of a chunk per item) */

@@ -92,6 +92,10 @@ void fc_softmax_tune(const fc_cl_device *dev, fc_softmax_tuning *t)
     if (t->split_wg > t->max_wg) t->split_wg = t->max_wg;
     if (t->coop_wg > t->max_wg) t->coop_wg = t->max_wg;
     t->coop_elems = 32;
+    /* The pipelined cooperative split row parks a slice of up to 8192 floats (32 KiB) beside
+     * the scratch of a work-group of max_wg (cl/softmax_pipelined.cl). */
+    if (t->coop && dev->local_mem_bytes >= 32768 + t->max_wg * 4 + 64)
+        t->pipe_floats = 8192;
     t->coop_elems16 = t->sg == FC_SG_NV_PTX ? 64 : 32; /* see fc_coop_elems */
     /* f16 conversions: NVIDIA's vload/vstore_half are scalar and its compiler accepts PTX cvt;
      * CPUs take vload_half4 / vstore_half4_rte, which PoCL vectorises (2-core AVX-512 machine,
@@ -157,11 +161,11 @@ void fc_cl_softmax_options(const fc_cl_device *dev, int part, char *out, size_t 
              "-DFC_STREAM_UNROLL=%u -DFC_COOP=%d -DFC_COOP_ELEMS=%u "
              "-DFC_HALF_IMPL=%u -DFC_FAST_EXP=%d -DFC_NV_SLEEP=%d -DFC_ORDERED=%d "
              "-DFC_STREAM_STORES=%d -DFC_NV_CVT2=%d -DFC_ROWS_VECTOR=%d -DFC_DTYPES=%d "
-             "-DFC_EXP_FTZ=%d -DFC_EXP_SHIFT=%d -DFC_ALIGNED_KERNELS=%d",
+             "-DFC_EXP_FTZ=%d -DFC_EXP_SHIFT=%d -DFC_ALIGNED_KERNELS=%d -DFC_PIPE_FLOATS=%u",
              extra, t.cl_std, sg_define[t.sg], t.sg_size, t.max_wg, t.rir_chunks, t.stream_unroll,
              t.coop, fc_coop_elems(&t, part), t.half_impl,
              t.fast_exp && (part == FC_PART_F16 || part == FC_PART_BF16), t.nv_sleep, t.ordered,
              t.stream_stores, t.nv_cvt2, t.rows_vector,
              part == FC_PART_ALL_DTYPES ? 7 : 1 << part, t.exp_ftz, t.exp_shift,
-             t.aligned_kernels);
+             t.aligned_kernels, t.pipe_floats);
 }

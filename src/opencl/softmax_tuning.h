@@ -25,6 +25,8 @@ typedef struct fc_softmax_tuning {
     size_t resident_items;  /* work-items one compute unit runs at once (an estimate) */
     size_t chunked_wg, split_wg, coop_wg;
     int coop;
+    unsigned pipe_floats;   /* FC_PIPE_FLOATS: floats a work-group of the pipelined cooperative
+                               split row parks in local memory (0: not built) */
     int ordered;            /* FC_ORDERED: the ticket-ordered split row */
     cl_ulong l2_budget[2];  /* [16-bit input]: bytes the ordered split reads between a slice's
                                two reads */

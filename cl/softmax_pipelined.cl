@@ -1,0 +1,113 @@
+/* cl/softmax_pipelined.cl — the cooperative split row, pipelined (GPUs with 64-bit global
+ * atomics and FC_PIPE_FLOATS floats of local memory a work-group): for rows of many slices,
+ * where every row ends in a wait for its slowest slice and HBM idles while the groups wait.
+ *
+ * A work-group draws tickets until they run out. It loads, reduces and publishes the slice of
+ * its new ticket while the slice of its previous ticket is parked in local memory, and only then
+ * waits for the parked slice's row and stores that slice: so a group has a load in flight
+ * whenever it waits, and a compute unit holds twice the slices it holds in registers. The same
+ * form as the CUDA backend's split_held_pipelined (cuda/softmax_split_held.cuh), which made
+ * 64 x 1M f32 13 % faster there (bench/results/2026-11-25-h200-session14.md).
+ *
+ * Values, exps and stores are the cooperative split row's (cl/softmax_cooperative.cl), over the
+ * same slices: every element gets the same bits from both kernels.
+ *
+ * Why waiting cannot deadlock: every ticket a group draws is published before that group waits
+ * for anything, and a group waits only for the row of its parked ticket, after drawing a later
+ * one. Take the newest drawn ticket T: every row before T's is fully drawn, so fully published,
+ * and its waiters go on. A group waiting for T's row holds two of its tickets (or all of its
+ * tickets are drawn), so if every running group waited there the row would have at least as many
+ * drawn tickets as running groups. The host keeps slices <= compute units and launches at least
+ * that many groups, each of which fits a compute unit: the row is complete, and the waits end.
+ *
+ * Local memory: parked[q * width + lid] holds quad q of work-item lid's slice, so each item
+ * reads back only what it wrote and no barrier guards the exchange. */
+#ifndef FLASHCL_EMBEDDED
+#include "softmax_cooperative.cl" /* and through it softmax.cl */
+#endif
+
+#if FC_COOP && defined(FC_PIPE_FLOATS) && FC_PIPE_FLOATS > 0
+
+FC_INLINE void fc_split_row_pipelined(const int xdt, const int ydt, const __global void *x,
+                                      ulong x_off, ulong x_stride, __global void *y, ulong y_off,
+                                      ulong y_stride, ulong rows, uint cols, uint slice_len,
+                                      uint slices, float scale, int log_mode, int vec,
+                                      volatile __global ulong *state, __local float *scratch,
+                                      __local ulong *ticket, __local float4 *parked)
+{
+    const uint lid = get_local_id(0), width = get_local_size(0), elems = FC_COOP_ELEMS;
+    const uint n = FC_CHUNK(xdt);
+    const ulong tickets = rows * slices;
+    float4 v[FC_HELD_MAX / 4];
+    ulong held = 0;         /* the parked slice's ticket, */
+    int holding = 0;        /* when there is one */
+    float m_held = 0.0f;    /* and this item's max over it (its exps' reference) */
+
+    for (;;) {
+        /* The ticket word is rewritten only after a barrier that follows every read of it: the
+         * slice merge's or the row gather's, below. */
+        if (lid == 0)
+            *ticket = atom_inc(&state[0]);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        const ulong t = *ticket;
+        float m_new = 0.0f;
+        if (t < tickets) {
+            const ulong row = t / slices, x_at = x_off + row * x_stride;
+            const uint head = fc_shift_head(vec, x_at, n);
+            const uint begin = (uint)(t % slices) * slice_len;
+            const uint end = min(cols + head, begin + slice_len);
+            m_new = fc_held_load(xdt, v, elems, fc_row(xdt, x, x_at - head), begin, end, lid,
+                                 width, scale, vec != 0, head);
+            const float d_new = fc_held_exp_sum(ydt, v, elems, fc_md_ref(m_new), log_mode);
+            fc_coop_publish(state, rows, row, (uint)(t % slices), slices,
+                            fc_slice_md((float2)(m_new, d_new), 0, lid, width, scratch), lid);
+        }
+        if (holding) {
+            /* The parked slice back into registers, the new one (if any) out to its place. */
+#pragma unroll
+            for (uint q = 0; q < elems / 4; ++q) {
+                const float4 p = parked[q * width + lid];
+                if (t < tickets)
+                    parked[q * width + lid] = v[q];
+                v[q] = p;
+            }
+            const ulong row = held / slices;
+            const ulong x_at = x_off + row * x_stride, y_at = y_off + row * y_stride;
+            const uint head = fc_shift_head(vec, x_at, n);
+            const int y_vec = fc_shift_y_vec(vec, y_at, head, ydt, n);
+            const uint begin = (uint)(held % slices) * slice_len;
+            const uint end = min(cols + head, begin + slice_len);
+            const float2 md = fc_coop_row_md(state, rows, row, slices, lid, width, scratch);
+            /* as in fc_split_row_cooperative: items of only -inf hold zeros */
+            const float rescale = m_held == -INFINITY ? 0.0f : exp(m_held - fc_md_ref(md.x));
+            fc_held_store(xdt, ydt, v, elems, fc_row_w(ydt, y, y_at - head), begin, end, lid,
+                          width, y_vec, vec == 0, log_mode, md.x, rescale * (1.0f / md.y),
+                          log(md.y), head);
+        } else if (t < tickets) {
+#pragma unroll
+            for (uint q = 0; q < elems / 4; ++q)
+                parked[q * width + lid] = v[q];
+        }
+        if (t >= tickets)
+            break;
+        held = t;
+        holding = 1;
+        m_held = m_new;
+    }
+}
+
+/* One kernel per dtype pair, every layout (vec 0, 1 or 2). */
+#define FC_PIPE_KERNEL(XN, XT, XD, YN, YT, YD)                                                 \
+    __kernel void softmax_split_row_pipelined_##XN##_##YN(FC_PTR_ARGS(XT, YT), FC_COOP_PARAMS) \
+    {                                                                                          \
+        __local float scratch[FC_MAX_WG];                                                      \
+        __local ulong ticket;                                                                  \
+        __local float4 parked[FC_PIPE_FLOATS / 4];                                             \
+        fc_clear_previous(state + clear_off, clear_words, clear_per);                          \
+        fc_split_row_pipelined(XD, YD, x, x_off, x_stride, y, y_off, y_stride, rows, cols,     \
+                               slice_len, slices, scale, log_mode, vec, state + state_off,     \
+                               scratch, &ticket, parked);                                      \
+    }
+
+FC_EACH_PAIR(FC_PIPE_KERNEL)
+#endif /* FC_COOP && FC_PIPE_FLOATS */
