@@ -417,6 +417,23 @@ FC_INLINE float fc_held_exp_sum(const int ydt, float4 *v, const uint elems, floa
  * Elements before `low` (< FC_CHUNK, so only in a chunk at element 0: the first of a row in its
  * shifted layout, see fc_shift_head) are not written. `lanes`: v holds the element layout
  * (fc_held_load_lanes: x was loaded without vec), written element by element in it. */
+/* Chunk c of fc_held_store, its values s0 (and s1: 16-bit chunks hold 8) given. */
+FC_INLINE void fc_held_store_chunk(const int xdt, const int ydt, float4 s0, float4 s1, uint c,
+                                   __global void *yrow, uint begin, uint end, uint lane,
+                                   uint team, int vec, int lanes, int log_mode, float m,
+                                   float factor, float log_d, uint low)
+{
+    const uint n = FC_CHUNK(xdt);
+    const float4 q0 = log_mode ? (s0 - m) - log_d : s0 * factor;
+    const float4 q1 = log_mode ? (s1 - m) - log_d : s1 * factor;
+    if (lanes)
+        fc_chunk_scatter(xdt, ydt, yrow, FC_LANE_J(c, 0), team, 0u, end, q0, q1);
+    else if (FC_REG_J(c) < low)
+        fc_chunk_scatter(xdt, ydt, yrow, 0u, 1u, low, end, q0, q1);
+    else
+        fc_chunk_store(xdt, ydt, yrow, FC_REG_J(c), end, q0, q1, vec);
+}
+
 FC_INLINE void fc_held_store(const int xdt, const int ydt, const float4 *v, const uint elems,
                              __global void *yrow, uint begin, uint end, uint lane, uint team,
                              int vec, int lanes, int log_mode, float m, float factor, float log_d,
@@ -424,17 +441,10 @@ FC_INLINE void fc_held_store(const int xdt, const int ydt, const float4 *v, cons
 {
     const uint n = FC_CHUNK(xdt), chunks = elems / n;
 #pragma unroll
-    for (uint c = 0; c < chunks; ++c) {
-        const float4 s0 = v[c * (n / 4)], s1 = n == 8 ? v[c * (n / 4) + 1] : s0;
-        const float4 q0 = log_mode ? (s0 - m) - log_d : s0 * factor;
-        const float4 q1 = log_mode ? (s1 - m) - log_d : s1 * factor;
-        if (lanes)
-            fc_chunk_scatter(xdt, ydt, yrow, FC_LANE_J(c, 0), team, 0u, end, q0, q1);
-        else if (FC_REG_J(c) < low)
-            fc_chunk_scatter(xdt, ydt, yrow, 0u, 1u, low, end, q0, q1);
-        else
-            fc_chunk_store(xdt, ydt, yrow, FC_REG_J(c), end, q0, q1, vec);
-    }
+    for (uint c = 0; c < chunks; ++c)
+        fc_held_store_chunk(xdt, ydt, v[c * (n / 4)], n == 8 ? v[c * (n / 4) + 1] : v[c * (n / 4)],
+                            c, yrow, begin, end, lane, team, vec, lanes, log_mode, m, factor,
+                            log_d, low);
 }
 
 FC_INLINE void fc_rows_held(const int xdt, const int ydt, const uint elems, const __global void *x,

@@ -21,12 +21,31 @@
  * that many groups, each of which fits a compute unit: the row is complete, and the waits end.
  *
  * Local memory: parked[q * width + lid] holds quad q of work-item lid's slice, so each item
- * reads back only what it wrote and no barrier guards the exchange. */
+ * reads back only what it wrote and no barrier guards it. The parked slice is stored straight
+ * from there (fc_parked_store), not exchanged with the registers of the new one: an exchange
+ * loop had NVIDIA's compiler hold both slices in registers (160 against the cooperative
+ * kernel's 96 for 16-bit slices, 96 against 64 for f32: ptxas on the driver's PTX). */
 #ifndef FLASHCL_EMBEDDED
 #include "softmax_cooperative.cl" /* and through it softmax.cl */
 #endif
 
 #if FC_COOP && defined(FC_PIPE_FLOATS) && FC_PIPE_FLOATS > 0
+
+/* fc_held_store (softmax.cl) of the slice this work-item parked. */
+FC_INLINE void fc_parked_store(const int xdt, const int ydt, const __local float4 *parked,
+                               const uint elems, __global void *yrow, uint begin, uint end,
+                               uint lane, uint team, int vec, int lanes, int log_mode, float m,
+                               float factor, float log_d, uint low)
+{
+    const uint n = FC_CHUNK(xdt), chunks = elems / n;
+#pragma unroll
+    for (uint c = 0; c < chunks; ++c) {
+        const float4 s0 = parked[c * (n / 4) * team + lane];
+        const float4 s1 = n == 8 ? parked[(c * (n / 4) + 1) * team + lane] : s0;
+        fc_held_store_chunk(xdt, ydt, s0, s1, c, yrow, begin, end, lane, team, vec, lanes,
+                            log_mode, m, factor, log_d, low);
+    }
+}
 
 FC_INLINE void fc_split_row_pipelined(const int xdt, const int ydt, const __global void *x,
                                       ulong x_off, ulong x_stride, __global void *y, ulong y_off,
@@ -63,14 +82,6 @@ FC_INLINE void fc_split_row_pipelined(const int xdt, const int ydt, const __glob
                             fc_slice_md((float2)(m_new, d_new), 0, lid, width, scratch), lid);
         }
         if (holding) {
-            /* The parked slice back into registers, the new one (if any) out to its place. */
-#pragma unroll
-            for (uint q = 0; q < elems / 4; ++q) {
-                const float4 p = parked[q * width + lid];
-                if (t < tickets)
-                    parked[q * width + lid] = v[q];
-                v[q] = p;
-            }
             const ulong row = held / slices;
             const ulong x_at = x_off + row * x_stride, y_at = y_off + row * y_stride;
             const uint head = fc_shift_head(vec, x_at, n);
@@ -80,16 +91,16 @@ FC_INLINE void fc_split_row_pipelined(const int xdt, const int ydt, const __glob
             const float2 md = fc_coop_row_md(state, rows, row, slices, lid, width, scratch);
             /* as in fc_split_row_cooperative: items of only -inf hold zeros */
             const float rescale = m_held == -INFINITY ? 0.0f : exp(m_held - fc_md_ref(md.x));
-            fc_held_store(xdt, ydt, v, elems, fc_row_w(ydt, y, y_at - head), begin, end, lid,
-                          width, y_vec, vec == 0, log_mode, md.x, rescale * (1.0f / md.y),
-                          log(md.y), head);
-        } else if (t < tickets) {
-#pragma unroll
-            for (uint q = 0; q < elems / 4; ++q)
-                parked[q * width + lid] = v[q];
+            fc_parked_store(xdt, ydt, parked, elems, fc_row_w(ydt, y, y_at - head), begin, end,
+                            lid, width, y_vec, vec == 0, log_mode, md.x,
+                            rescale * (1.0f / md.y), log(md.y), head);
         }
         if (t >= tickets)
             break;
+        /* the new slice to its place (this item's own, read back above or never) */
+#pragma unroll
+        for (uint q = 0; q < elems / 4; ++q)
+            parked[q * width + lid] = v[q];
         held = t;
         holding = 1;
         m_held = m_new;

@@ -302,12 +302,13 @@ static int fc_plan_coop(fc_plan *p, const fc_cl_device *dev, const fc_softmax_ke
  * never) and more tickets than the work-groups it launches: compute units x
  * FLASHCL_SOFTMAX_PIPE_GROUPS (4 by default), never fewer than the slices of a row (the
  * no-deadlock condition there), whose parked slices fit FC_PIPE_FLOATS. H200, NVIDIA OpenCL,
- * 2026-11-26, f32 ms, cooperative -> pipelined, groups of 256: 64x1M 0.198 -> 0.167, 128x524288
- * 0.169 -> 0.165, 20x1M 0.068 -> 0.060; rows of 32 slices or fewer lose (256x262144 0.152 ->
- * 0.157, 1024x131072 0.279 -> 0.306), and so do 16-bit slices (groups of 128 x 64 floats: 64x1M
- * f16 0.136 against the ordered split's 0.106; H100 0.142 against 0.122), which park twice the
- * floats per input byte; 2 or 3 groups a compute unit lose to 4, 5 to 8 tie. H100, f32: 64x1M
- * 0.223 -> 0.209, 20x1M 0.080 -> 0.072 (bench/results/2026-11-26-session24.md). */
+ * 2026-11-26, f32 ms, cooperative -> pipelined, groups of 256: 64x1M 0.198 -> 0.153, 128x524288
+ * 0.169 -> 0.149, 20x1M 0.068 -> 0.055 (H100, the kernel's first form: 64x1M 0.223 -> 0.209,
+ * 20x1M 0.080 -> 0.072); in that first form rows of 32 slices or fewer lost (256x262144 0.152
+ * -> 0.157, 1024x131072 0.279 -> 0.306), and so do 16-bit slices (groups of 128 x 64 floats,
+ * 128 registers against the cooperative kernel's 96: 64x1M f16 0.110 against the ordered
+ * split's 0.106, 128x524288 f16 0.108 against the cooperative 0.097); 2 or 3 groups a compute
+ * unit lose to 4, 5 to 8 tie (bench/results/2026-11-26-session24.md). */
 static int fc_plan_pipe(fc_plan *p, const fc_cl_device *dev, const fc_softmax_kernels *k,
                         flashcl_dtype x_dtype, int64_t rows)
 {
