@@ -13,9 +13,10 @@
  *   longer rows, on GPUs that built it:
  *     a row in at most one slice per compute unit (64 for 16-bit input past 4 rows) -> coop. split
  *                                       row: slices held in registers, one read, one write;
- *                                       f32 rows of more than 32 slices in groups of 256, and
- *                                       past 32 slices still, pipelined (a group parks one
- *                                       slice in local memory while it loads the next)
+ *                                       f32 rows of more than 32 slices of 128 work-items
+ *                                       in groups of 256 instead, pipelined where that
+ *                                       leaves 32 or more (a group parks one slice in local
+ *                                       memory while it loads the next)
  *     otherwise                      -> ticket-ordered split row (one HBM read + one L2
  *                                       re-read + one write, any number of rows)
  *   otherwise the legacy choice below.
@@ -28,7 +29,7 @@
  * FLASHCL_SOFTMAX_NO_SHIFT=1 runs its rows that do not start on a 16-byte chunk element by
  * element instead of in their shifted layout (cl/softmax_cooperative.cl);
  * FLASHCL_SOFTMAX_COOP_WG=n sets its smallest work-group (tuning; 128 by default; no widening);
- * FLASHCL_SOFTMAX_PIPE_SLICES=n pipelines rows of n slices or more (0: never; 33 by default),
+ * FLASHCL_SOFTMAX_PIPE_SLICES=n pipelines rows of n slices or more (0: never; 32 by default),
  * FLASHCL_SOFTMAX_PIPE_GROUPS=n launches n groups a compute unit for it (4).
  * FLASHCL_SOFTMAX_L2_BUDGET_KB=N overrides the ordered split's cache budget (8192 on GPUs, 32768
  * for 16-bit input on an H200: the input bytes read between a slice's two reads, as many
@@ -297,32 +298,33 @@ static int fc_plan_coop(fc_plan *p, const fc_cl_device *dev, const fc_softmax_ke
 }
 
 /* The pipelined cooperative split row (cl/softmax_pipelined.cl) for a cooperative plan of f32
- * input (any input when FLASHCL_SOFTMAX_PIPE_SLICES is set: tests, A/B) with at least
- * FLASHCL_SOFTMAX_PIPE_SLICES slices a row (33 by default: more than the first warp gathers; 0:
- * never) and more tickets than the work-groups it launches: compute units x
- * FLASHCL_SOFTMAX_PIPE_GROUPS (4 by default), never fewer than the slices of a row (the
- * no-deadlock condition there), whose parked slices fit FC_PIPE_FLOATS. H200, NVIDIA OpenCL,
- * 2026-11-26, f32 ms, cooperative -> pipelined, groups of 256: 64x1M 0.198 -> 0.153, 128x524288
- * 0.169 -> 0.149, 20x1M 0.068 -> 0.055 (H100, the kernel's first form: 64x1M 0.223 -> 0.209,
- * 20x1M 0.080 -> 0.072); in that first form rows of 32 slices or fewer lost (256x262144 0.152
- * -> 0.157, 1024x131072 0.279 -> 0.306), and so do 16-bit slices (groups of 128 x 64 floats,
- * 128 registers against the cooperative kernel's 96: 64x1M f16 0.110 against the ordered
- * split's 0.106, 128x524288 f16 0.108 against the cooperative 0.097); 2 or 3 groups a compute
- * unit lose to 4, 5 to 8 tie (bench/results/2026-11-26-session24.md). */
+ * input whose groups fill the parked slice (FC_PIPE_FLOATS: groups of 256 x 32 floats), with at
+ * least FLASHCL_SOFTMAX_PIPE_SLICES slices a row (32 by default; 0: never; set, it also takes
+ * 16-bit input and smaller groups: tests, A/B) and more tickets than the work-groups it
+ * launches: compute units x FLASHCL_SOFTMAX_PIPE_GROUPS (4 by default), never fewer than the
+ * slices of a row (the no-deadlock condition there). H200, NVIDIA OpenCL, 2026-11-26, f32 ms,
+ * cooperative -> pipelined, groups of 256: 64x1M 0.198 -> 0.153, 128x524288 0.169 -> 0.149,
+ * 256x262144 (32 slices) 0.154 -> 0.137, 512x262144 0.292 -> 0.269, 20x1M 0.068 -> 0.055
+ * (H100, the kernel's first form: 64x1M 0.223 -> 0.209, 20x1M 0.080 -> 0.072). Groups of 128
+ * lose pipelined (1024x131072, 32 slices: 0.278 -> 0.338, 0.293 with 6 groups a compute unit;
+ * 4096x32768 0.269 -> 0.293 at best), and so do 16-bit slices (groups of 128 x 64 floats, 128
+ * registers against the cooperative kernel's 96: 64x1M f16 0.110 against the ordered split's
+ * 0.106, 128x524288 f16 0.108 against the cooperative 0.097); 2 or 3 groups a compute unit
+ * lose to 4, 5 to 8 tie (bench/results/2026-11-26-session24.md). */
 static int fc_plan_pipe(fc_plan *p, const fc_cl_device *dev, const fc_softmax_kernels *k,
                         flashcl_dtype x_dtype, int64_t rows)
 {
     const char *from_env = getenv("FLASHCL_SOFTMAX_PIPE_SLICES");
     const char *per_env = getenv("FLASHCL_SOFTMAX_PIPE_GROUPS");
-    const int from = from_env ? atoi(from_env) : 33;
+    const int from = from_env ? atoi(from_env) : 32;
     const size_t per = per_env && atoi(per_env) > 0 ? (size_t)atoi(per_env) : 4;
     const size_t groups = (size_t)dev->compute_units * per;
-    if (!k->pipe_wg || from <= 0 || (!from_env && x_dtype != FLASHCL_F32) ||
-        p->kind != FC_PLAN_COOP || p->slices < 2 ||
-        p->slices < (unsigned)from || p->wg > k->pipe_wg ||
-        p->wg * k->coop_elems[x_dtype] > k->pipe_floats || groups < p->slices ||
-        (uint64_t)rows * p->slices <= groups)
+    const size_t parked = p->wg * k->coop_elems[x_dtype];
+    if (!k->pipe_wg || from <= 0 || p->kind != FC_PLAN_COOP || p->slices < 2 ||
+        p->slices < (unsigned)from || p->wg > k->pipe_wg || parked > k->pipe_floats ||
+        groups < p->slices || (uint64_t)rows * p->slices <= groups)
         return 0;
+    if (!from_env && (x_dtype != FLASHCL_F32 || parked < k->pipe_floats)) return 0;
     p->kind = FC_PLAN_PIPE;
     p->groups = groups;
     return 1;
