@@ -262,7 +262,7 @@ static int fc_plan_coop(fc_plan *p, const fc_cl_device *dev, const fc_softmax_ke
      * f16 0.106 (ordered) -> 0.120, 128x524288 f16 0.098 -> 0.110
      * (bench/results/2026-11-26-session24.md). */
     while (!env && x_dtype == FLASHCL_F32 && slices > FC_COOP_GATHER_SLOTS &&
-           wg * 2 <= k->coop_wg) {
+           wg * 2 <= k->coop_wg && wg * 2 <= 256) { /* 256: the size measured */
         wg *= 2;
         slices = (ucols + wg * elems - 1) / (wg * elems);
     }
