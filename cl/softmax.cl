@@ -562,6 +562,17 @@ FC_INLINE ulong fc_wait_word(volatile __global ulong *word, ulong least, uint pa
     return w;
 }
 
+/* The next ticket of state[0] (each split-row launch's counter), drawn by the first work-item
+ * and handed to the group through `ticket`. The caller reads it before its next barrier, after
+ * which the next draw may overwrite it. */
+FC_INLINE ulong fc_draw_ticket(volatile __global ulong *state, __local ulong *ticket, uint lid)
+{
+    if (lid == 0)
+        *ticket = atom_inc(&state[0]);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return *ticket;
+}
+
 /* The split-row kernels' words live in two regions that alternate between launches
  * (src/opencl/split_state.c): each launch's work-groups zero, `per` words each (the host's
  * division: a division here cost the 16-bit cooperative split a point of copy bandwidth), the

@@ -152,6 +152,36 @@ FC_INLINE float2 fc_coop_row_md(volatile __global ulong *state, ulong rows, ulon
     return fc_slice_md(md, 1, lid, width, scratch);
 }
 
+/* Where ticket t's slice lies: ticket t is slice t % slices of row t / slices. In the shifted
+ * layout (vec == 2: fc_shift_head in softmax.cl, the slices planned over cols + n - 1) `head`
+ * elements of the row's layout come before its first column; [begin, end) is the slice in that
+ * layout, and only the first chunk of slice 0's first item reaches before the row. */
+typedef struct fc_coop_slice {
+    ulong row;
+    uint slice, head, begin, end;
+} fc_coop_slice;
+
+FC_INLINE fc_coop_slice fc_coop_slice_of(ulong t, uint slices, uint slice_len, uint cols,
+                                         ulong x_off, ulong x_stride, int vec, uint n)
+{
+    fc_coop_slice s;
+    s.row = t / slices;
+    s.head = fc_shift_head(vec, x_off + s.row * x_stride, n);
+    s.slice = (uint)(t % slices);
+    s.begin = s.slice * slice_len;
+    s.end = min(cols + s.head, s.begin + slice_len);
+    return s;
+}
+
+/* The factor a work-item's exps (taken against its own max m_own) are stored with: e^(m_own -
+ * M) / D for the row's (M, D). Items of only -inf hold zeros: their factor must be 0, not
+ * e^(0 - M), which may be inf. An all -inf row has D = 0: 0 * (1 / 0) is NaN, as torch gives. */
+FC_INLINE float fc_coop_factor(float m_own, float2 md)
+{
+    const float rescale = m_own == -INFINITY ? 0.0f : exp(m_own - fc_md_ref(md.x));
+    return rescale * (1.0f / md.y);
+}
+
 FC_INLINE void fc_split_row_cooperative(const int xdt, const int ydt, const __global void *x,
                                         ulong x_off, ulong x_stride, __global void *y,
                                         ulong y_off, ulong y_stride, ulong rows, uint cols,
@@ -160,37 +190,29 @@ FC_INLINE void fc_split_row_cooperative(const int xdt, const int ydt, const __gl
                                         __local float *scratch, __local ulong *ticket)
 {
     const uint lid = get_local_id(0), width = get_local_size(0), elems = FC_COOP_ELEMS;
-    if (lid == 0)
-        *ticket = atom_inc(&state[0]);
-    barrier(CLK_LOCAL_MEM_FENCE);
-    const ulong t = *ticket, row = t / slices;
-    const ulong x_at = x_off + row * x_stride, y_at = y_off + row * y_stride;
     const uint n = FC_CHUNK(xdt);
-    /* vec == 2: the shifted layout (fc_shift_head in softmax.cl), the slices planned over
-     * cols + n - 1; only the first chunk of slice 0's first item reaches before the row */
-    const uint head = fc_shift_head(vec, x_at, n);
-    const int y_vec = fc_shift_y_vec(vec, y_at, head, ydt, n);
-    const uint slice = (uint)(t % slices), begin = slice * slice_len;
-    const uint end = min(cols + head, begin + slice_len);
+    const fc_coop_slice s = fc_coop_slice_of(fc_draw_ticket(state, ticket, lid), slices,
+                                             slice_len, cols, x_off, x_stride, vec, n);
+    const ulong y_at = y_off + s.row * y_stride;
+    const int y_vec = fc_shift_y_vec(vec, y_at, s.head, ydt, n);
     float4 v[FC_HELD_MAX / 4];
 
     /* The exps are taken against this work-item's own max, so no reduction stands between the
      * loads and the exps; the store rescales them by e^(m_own - M) / D. */
-    const float m_own = fc_held_load(xdt, v, elems, fc_row(xdt, x, x_at - head), begin, end,
-                                     lid, width, scale, vec != 0, head);
+    const float m_own =
+        fc_held_load(xdt, v, elems, fc_row(xdt, x, x_off + s.row * x_stride - s.head), s.begin,
+                     s.end, lid, width, scale, vec != 0, s.head);
     const float d_own = fc_held_exp_sum(ydt, v, elems, fc_md_ref(m_own), log_mode);
     /* The slice's (m, d), needed by every item only when the row is one slice (else by the
      * first, which publishes it). */
     float2 md = fc_slice_md((float2)(m_own, d_own), slices == 1, lid, width, scratch);
     if (slices > 1) {
-        fc_coop_publish(state, rows, row, slice, slices, md, lid);
-        md = fc_coop_row_md(state, rows, row, slices, lid, width, scratch);
+        fc_coop_publish(state, rows, s.row, s.slice, slices, md, lid);
+        md = fc_coop_row_md(state, rows, s.row, slices, lid, width, scratch);
     }
-    /* Items of only -inf hold zeros: their factor must be 0, not e^(0 - M), which may be inf.
-     * An all -inf row has D = 0: 0 * (1 / 0) is NaN, as torch gives. */
-    const float rescale = m_own == -INFINITY ? 0.0f : exp(m_own - fc_md_ref(md.x));
-    fc_held_store(xdt, ydt, v, elems, fc_row_w(ydt, y, y_at - head), begin, end, lid, width,
-                  y_vec, vec == 0, log_mode, md.x, rescale * (1.0f / md.y), log(md.y), head);
+    fc_held_store(xdt, ydt, v, elems, fc_row_w(ydt, y, y_at - s.head), s.begin, s.end, lid,
+                  width, y_vec, vec == 0, log_mode, md.x, fc_coop_factor(m_own, md), log(md.y),
+                  s.head);
 }
 
 /* The parameters of the cooperative kernels (and the pipelined ones, softmax_pipelined.cl)

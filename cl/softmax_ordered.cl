@@ -64,11 +64,9 @@ FC_INLINE void fc_split_row_ordered(const int xdt, const int ydt, const __global
                                     __local ulong *row_md)
 {
     const uint lid = get_local_id(0), width = get_local_size(0);
-    if (lid == 0)
-        *ticket = atom_inc(&state[0]);
-    barrier(CLK_LOCAL_MEM_FENCE);
     int normalize;
-    const ulong item = fc_ordered_item(*ticket, rows * slices, lag, &normalize);
+    const ulong item =
+        fc_ordered_item(fc_draw_ticket(state, ticket, lid), rows * slices, lag, &normalize);
     const ulong row = item / slices;
     uint slice = (uint)(item % slices);
     if (normalize && reverse)

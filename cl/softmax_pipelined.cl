@@ -65,35 +65,26 @@ FC_INLINE void fc_split_row_pipelined(const int xdt, const int ydt, const __glob
     for (;;) {
         /* The ticket word is rewritten only after a barrier that follows every read of it: the
          * slice merge's or the row gather's, below. */
-        if (lid == 0)
-            *ticket = atom_inc(&state[0]);
-        barrier(CLK_LOCAL_MEM_FENCE);
-        const ulong t = *ticket;
+        const ulong t = fc_draw_ticket(state, ticket, lid);
         float m_new = 0.0f;
         if (t < tickets) {
-            const ulong row = t / slices, x_at = x_off + row * x_stride;
-            const uint head = fc_shift_head(vec, x_at, n);
-            const uint begin = (uint)(t % slices) * slice_len;
-            const uint end = min(cols + head, begin + slice_len);
-            m_new = fc_held_load(xdt, v, elems, fc_row(xdt, x, x_at - head), begin, end, lid,
-                                 width, scale, vec != 0, head);
+            const fc_coop_slice s =
+                fc_coop_slice_of(t, slices, slice_len, cols, x_off, x_stride, vec, n);
+            m_new = fc_held_load(xdt, v, elems, fc_row(xdt, x, x_off + s.row * x_stride - s.head),
+                                 s.begin, s.end, lid, width, scale, vec != 0, s.head);
             const float d_new = fc_held_exp_sum(ydt, v, elems, fc_md_ref(m_new), log_mode);
-            fc_coop_publish(state, rows, row, (uint)(t % slices), slices,
+            fc_coop_publish(state, rows, s.row, s.slice, slices,
                             fc_slice_md((float2)(m_new, d_new), 0, lid, width, scratch), lid);
         }
         if (holding) {
-            const ulong row = held / slices;
-            const ulong x_at = x_off + row * x_stride, y_at = y_off + row * y_stride;
-            const uint head = fc_shift_head(vec, x_at, n);
-            const int y_vec = fc_shift_y_vec(vec, y_at, head, ydt, n);
-            const uint begin = (uint)(held % slices) * slice_len;
-            const uint end = min(cols + head, begin + slice_len);
-            const float2 md = fc_coop_row_md(state, rows, row, slices, lid, width, scratch);
-            /* as in fc_split_row_cooperative: items of only -inf hold zeros */
-            const float rescale = m_held == -INFINITY ? 0.0f : exp(m_held - fc_md_ref(md.x));
-            fc_parked_store(xdt, ydt, parked, elems, fc_row_w(ydt, y, y_at - head), begin, end,
-                            lid, width, y_vec, vec == 0, log_mode, md.x,
-                            rescale * (1.0f / md.y), log(md.y), head);
+            const fc_coop_slice s =
+                fc_coop_slice_of(held, slices, slice_len, cols, x_off, x_stride, vec, n);
+            const ulong y_at = y_off + s.row * y_stride;
+            const int y_vec = fc_shift_y_vec(vec, y_at, s.head, ydt, n);
+            const float2 md = fc_coop_row_md(state, rows, s.row, slices, lid, width, scratch);
+            fc_parked_store(xdt, ydt, parked, elems, fc_row_w(ydt, y, y_at - s.head), s.begin,
+                            s.end, lid, width, y_vec, vec == 0, log_mode, md.x,
+                            fc_coop_factor(m_held, md), log(md.y), s.head);
         }
         if (t >= tickets)
             break;

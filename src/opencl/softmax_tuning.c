@@ -93,9 +93,12 @@ void fc_softmax_tune(const fc_cl_device *dev, fc_softmax_tuning *t)
     if (t->coop_wg > t->max_wg) t->coop_wg = t->max_wg;
     t->coop_elems = 32;
     /* The pipelined cooperative split row parks a slice of up to 8192 floats (32 KiB) beside
-     * the scratch of a work-group of max_wg (cl/softmax_pipelined.cl). */
-    if (t->coop && dev->local_mem_bytes >= 32768 + t->max_wg * 4 + 64)
-        t->pipe_floats = 8192;
+     * the scratch of a work-group of max_wg floats (cl/softmax_pipelined.cl). */
+    if (t->coop) {
+        const unsigned parked = 8192;
+        if (dev->local_mem_bytes >= (parked + t->max_wg) * sizeof(float) + 64)
+            t->pipe_floats = parked;
+    }
     t->coop_elems16 = t->sg == FC_SG_NV_PTX ? 64 : 32; /* see fc_coop_elems */
     /* f16 conversions: NVIDIA's vload/vstore_half are scalar and its compiler accepts PTX cvt;
      * CPUs take vload_half4 / vstore_half4_rte, which PoCL vectorises (2-core AVX-512 machine,
