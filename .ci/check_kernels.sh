@@ -31,7 +31,7 @@ fi
 resource_include="$("$CLANG" -print-resource-dir)/include"
 echo "== compiling the softmax kernels with $CLANG ($("$CLANG" --version | head -n1))"
 
-cat cl/portability.h cl/dtype.h cl/softmax_exp.h cl/softmax.cl cl/softmax_kernels.cl cl/softmax_cooperative.cl cl/softmax_pipelined.cl cl/softmax_ordered.cl cl/softmax_rows_vector.cl \
+cat cl/portability.h cl/dtype.h cl/softmax_exp.h cl/softmax.cl cl/softmax_kernels.cl cl/softmax_cooperative.cl cl/softmax_cooperative_bits.cl cl/softmax_pipelined.cl cl/softmax_ordered.cl cl/softmax_rows_vector.cl \
     > "$work/embedded.cl"
 
 # job NAME MODE "clang target flags" "option set": compiles in the background; results are
@@ -66,7 +66,7 @@ job amdgcn standalone "$AMD" "-cl-std=CL2.0 -DFC_SG_KHR $common -DFC_MAX_WG=1024
 job amdgcn embedded "$AMD" "-DFC_SG_NONE $common -DFC_MAX_WG=256 -DFC_COOP=1 -DFC_ALIGNED_KERNELS=1 -DFC_ORDERED=1 -DFC_PIPE_FLOATS=8192"
 job amdgcn embedded "$AMD" "-DFC_SG_NONE $common -DFC_MAX_WG=256 -DFC_COOP=0"
 # one input dtype per program, as the library builds them (FC_DTYPES, cl/dtype.h)
-job amdgcn embedded "$AMD" "-DFC_SG_NONE $common -DFC_MAX_WG=256 -DFC_COOP=1 -DFC_ALIGNED_KERNELS=1 -DFC_ORDERED=1 -DFC_DTYPES=2"
+job amdgcn embedded "$AMD" "-DFC_SG_NONE $common -DFC_MAX_WG=256 -DFC_COOP=1 -DFC_ALIGNED_KERNELS=1 -DFC_ORDERED=1 -DFC_DTYPES=2 -DFC_COOP_BITS=64"
 job amdgcn standalone "$AMD" "-DFC_SG_NONE $common -DFC_MAX_WG=256 -DFC_COOP=1 -DFC_ALIGNED_KERNELS=1 -DFC_ORDERED=1 -DFC_DTYPES=4"
 job amdgcn embedded "$AMD_IR" "-cl-std=CL3.0 -DFC_SG_KHR $common -DFC_MAX_WG=256 -DFC_COOP=1 -DFC_ALIGNED_KERNELS=1 -DFC_ORDERED=1 -DFC_PIPE_FLOATS=8192"
 job amdgcn embedded "$AMD_IR" "-DFC_SG_KHR $common -DFC_MAX_WG=1024 -DFC_COOP=0" # C 1.2: fallback
@@ -90,7 +90,7 @@ if "$CLANG" -x cl -cl-std=CL1.2 -target nvptx64-nvidia-nvcl -S -o /dev/null - </
     nv_fast_out="$work/out.${#jobs_list[@]}" # the 16-bit programs (FC_DTYPES 2 and 4)
     job nvptx embedded "$NV" "$nv_common -DFC_COOP_ELEMS=64 -DFC_COOP=1 -DFC_ORDERED=1 -DFC_NV_CVT2=1 -DFC_PIPE_FLOATS=8192 -DFC_FAST_EXP=1 -DFC_DTYPES=6"
     nv_ftz_out="$work/out.${#jobs_list[@]}" # and with the .ftz / shifted exps (the default there)
-    job nvptx embedded "$NV" "$nv_common -DFC_COOP_ELEMS=64 -DFC_COOP=1 -DFC_ORDERED=1 -DFC_NV_CVT2=1 -DFC_PIPE_FLOATS=8192 -DFC_FAST_EXP=1 -DFC_EXP_FTZ=1 -DFC_EXP_SHIFT=1 -DFC_DTYPES=6"
+    job nvptx embedded "$NV" "$nv_common -DFC_COOP_ELEMS=64 -DFC_COOP=1 -DFC_ORDERED=1 -DFC_NV_CVT2=1 -DFC_PIPE_FLOATS=8192 -DFC_FAST_EXP=1 -DFC_EXP_FTZ=1 -DFC_EXP_SHIFT=1 -DFC_DTYPES=6 -DFC_COOP_BITS=64"
 else
     echo "  skip  nvptx: $CLANG has no nvptx64-nvidia-nvcl target"
 fi
@@ -116,6 +116,9 @@ if [ -n "$nv_out" ] && ! grep -q "ex2.approx.f32 " "$nv_fast_out"; then
 fi
 if [ -n "$nv_out" ] && ! { grep -q "ex2.approx.ftz.f32 " "$nv_ftz_out" && grep -q "ex2.approx.f32 " "$nv_ftz_out"; }; then
     echo "  FAIL  nvptx: FC_EXP_FTZ=1 PTX lacks ex2.approx.ftz (or the f32-output ex2.approx)"; failures=$((failures + 1))
+fi
+if [ -n "$nv_out" ] && ! { grep -q "max.f16x2" "$nv_ftz_out" && grep -q "max.bf16x2" "$nv_ftz_out"; }; then
+    echo "  FAIL  nvptx: FC_COOP_BITS=64 PTX lacks the packed max.f16x2 / max.bf16x2"; failures=$((failures + 1))
 fi
 if [ -n "$nv_out" ] && ! grep -q "st.global.cs.v4.u32" "$nv_out"; then
     echo "  FAIL  nvptx: no st.global.cs in the PTX (FC_STREAM_STORES)"; failures=$((failures + 1))

@@ -46,12 +46,11 @@
 #endif
 /* Floats each work-item holds: 32, and 64 in NVIDIA's 16-bit programs (softmax.c; 64 measured
  * slower there in session 4, 59% of copy bandwidth against 73% for 4096 x 32768 f16, and faster
- * once the kernel's reductions were trimmed in session 11: 92.6% against 90.3%). Holding 16-bit
- * slices as raw chunks instead, 64 elements a work-item in the same registers (fc_reg_*, as the
- * CUDA backend's held_bits, which gained 8-9 points there), measured slower through NVIDIA's
- * OpenCL (H100, 2026-11-25, with FC_FAST_EXP, % of copy against this kernel in the same run:
- * 4096 x 32768 f16 61.0-61.3 vs 76.8, 1024 x 131072 59.7-60.1 vs 75.6-76.2), so it was not
- * kept. */
+ * once the kernel's reductions were trimmed in session 11: 92.6% against 90.3%). A first try at
+ * holding 16-bit slices as raw chunks (fc_reg_*: three conversions an element, the max among
+ * them) measured slower (H100, 2026-11-25, 4096 x 32768 f16 61 % of copy against 76.8);
+ * cl/softmax_cooperative_bits.cl, with a packed max and two conversions, is faster and takes the
+ * aligned 16-bit rows on NVIDIA. */
 #ifndef FC_COOP_ELEMS
 #define FC_COOP_ELEMS 32
 #endif
@@ -223,15 +222,20 @@ FC_INLINE void fc_split_row_cooperative(const int xdt, const int ydt, const __gl
         volatile __global ulong *state, ulong state_off, ulong clear_off, uint clear_words,    \
         uint clear_per
 
+/* What every such kernel starts with: its local words (the group's merge scratch and ticket),
+ * and the zeroing of the launch before's words. */
+#define FC_COOP_PROLOGUE                                                                       \
+    __local float scratch[FC_MAX_WG];                                                          \
+    __local ulong ticket;                                                                      \
+    fc_clear_previous(state + clear_off, clear_words, clear_per)
+
 /* The plain kernel takes every layout (vec 0, 1 or 2); the _aligned one rows that start 16-byte
  * aligned alone (FC_ALIGNED_KERNELS, softmax.cl). */
 #define FC_COOP_KERNEL_AS(NAME, XN, XT, XD, YN, YT, YD, VEC)                                   \
     __kernel void NAME##_##XN##_##YN(FC_PTR_ARGS(XT, YT), FC_COOP_PARAMS)                      \
     {                                                                                          \
-        __local float scratch[FC_MAX_WG];                                                      \
-        __local ulong ticket;                                                                  \
+        FC_COOP_PROLOGUE;                                                                      \
         (void)vec;                                                                             \
-        fc_clear_previous(state + clear_off, clear_words, clear_per);                          \
         fc_split_row_cooperative(XD, YD, x, x_off, x_stride, y, y_off, y_stride, rows, cols,   \
                                  slice_len, slices, scale, log_mode, VEC, state + state_off,   \
                                  scratch, &ticket);                                            \

@@ -102,10 +102,8 @@ FC_INLINE void fc_split_row_pipelined(const int xdt, const int ydt, const __glob
 #define FC_PIPE_KERNEL(XN, XT, XD, YN, YT, YD)                                                 \
     __kernel void softmax_split_row_pipelined_##XN##_##YN(FC_PTR_ARGS(XT, YT), FC_COOP_PARAMS) \
     {                                                                                          \
-        __local float scratch[FC_MAX_WG];                                                      \
-        __local ulong ticket;                                                                  \
+        FC_COOP_PROLOGUE;                                                                      \
         __local float4 parked[FC_PIPE_FLOATS / 4];                                             \
-        fc_clear_previous(state + clear_off, clear_words, clear_per);                          \
         fc_split_row_pipelined(XD, YD, x, x_off, x_stride, y, y_off, y_stride, rows, cols,     \
                                slice_len, slices, scale, log_mode, vec, state + state_off,     \
                                scratch, &ticket, parked);                                      \

@@ -1,6 +1,7 @@
 /* Every softmax variant forced through params.variant: ROW_IN_REGISTERS, ONLINE_CHUNKED and
- * SPLIT_ROW (again without the cooperative split rows, once more through the pipelined one, and
- * once with the legacy choices, FLASHCL_SOFTMAX_LEGACY=1) x all 9 dtype
+ * SPLIT_ROW (again without the cooperative split rows, once more through the pipelined one, with
+ * 16-bit rows held as bits and as floats, and once with the legacy choices,
+ * FLASHCL_SOFTMAX_LEGACY=1) x all 9 dtype
  * pairs x cols in {1, 2, 3, 127, 1000, 1023, 1025, 4097, 65537, 1<<20} x rows {1, 3, 17} (at
  * most 1.2M elements a case: 1<<20 runs with one row; two rows for three of the pairs),
  * layouts and special rows drawn at random per case as in test_softmax_auto. A forced variant
@@ -249,11 +250,13 @@ static void test_split_state_reuse(void **state)
  * every call) so that each group draws many tickets: every forced SPLIT_ROW case above, and
  * shapes of many short-sliced rows, each against host_ref and, bit for bit, against the
  * cooperative kernel (the same slices and formulas: FLASHCL_SOFTMAX_PIPE_SLICES=0). Devices
- * without the kernel (CPUs) run their split rows both times, which must agree too. */
+ * without the kernel (CPUs) run their split rows both times, which must agree too. 16-bit rows
+ * are held as floats here (FLASHCL_SOFTMAX_NO_BITS=1), as the pipelined kernel holds them. */
 static void test_pipelined_split_rows(void **state)
 {
     (void)state;
     const int64_t shapes[][2] = {{300, 4097}, {41, 65537}, {3, 1 << 20}, {257, 8193}, {96, 20000}};
+    setenv("FLASHCL_SOFTMAX_NO_BITS", "1", 1);
     setenv("FLASHCL_SOFTMAX_PIPE_SLICES", "2", 1);
     setenv("FLASHCL_SOFTMAX_PIPE_GROUPS", "1", 1);
     run_variant(FLASHCL_SOFTMAX_SPLIT_ROW);
@@ -281,6 +284,51 @@ static void test_pipelined_split_rows(void **state)
     }
     unsetenv("FLASHCL_SOFTMAX_PIPE_SLICES");
     unsetenv("FLASHCL_SOFTMAX_PIPE_GROUPS");
+    unsetenv("FLASHCL_SOFTMAX_NO_BITS");
+}
+
+/* The cooperative split row holding 16-bit rows as their bits (cl/softmax_cooperative_bits.cl),
+ * which NVIDIA's OpenCL takes for 16-bit rows that start 16-byte aligned with a length of whole
+ * chunks (src/opencl/softmax_plan.c): one slice (rows of 1000 and 4096 columns, some work-items
+ * holding nothing), a few slices with a partial last one, slices of 64 and of 128 elements a
+ * work-item (more than 32 slices of 8192: 300000 columns), aligned strides and offsets, in
+ * place, every output dtype, negative scales (the packed min), log, special rows; forced
+ * SPLIT_ROW and AUTO. Each case runs held as bits and, once more, as floats
+ * (FLASHCL_SOFTMAX_NO_BITS=1, read at every call), each against host_ref. Other devices run
+ * their own plans both times. */
+static void test_bits_split_rows(void **state)
+{
+    (void)state;
+    const int64_t shapes[][2] = {{17, 1000}, {300, 4096}, {41, 20000}, {5, 65544},
+                                 {2, 300000}, {1, 1 << 20}, {64, 16384}, {3, 131072}};
+    int n = 0;
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+        for (int form = 0; form < 2; form++) {
+            tu_softmax_case c = {0};
+            const uint64_t seed = tu_base_seed() + 9800 + (uint64_t)(si * 2 + (size_t)form);
+            c.xt = (si + (size_t)form) % 2 ? FLASHCL_BF16 : FLASHCL_F16;
+            c.yt = tu_pairs[(si * 2 + (size_t)form) % 9][1];
+            c.rows = shapes[si][0];
+            c.cols = shapes[si][1];
+            c.variant = form ? FLASHCL_SOFTMAX_AUTO : FLASHCL_SOFTMAX_SPLIT_ROW;
+            c.special = (int)(si + (size_t)form) % 2;
+            c.kind_offset = (int)si;
+            c.x_pad = si % 3 == 1 ? 8 : 0;
+            c.x_off = si % 4 == 2 ? 16 : 0;
+            c.y_pad = si % 3 == 2 ? 24 : 0;
+            c.in_place = si == 3 && form;
+            if (c.in_place) c.yt = c.xt;
+            c.log = (int)(si + (size_t)form) % 3 == 0;
+            c.scale = si % 3 == 0 ? -0.8f : si % 3 == 1 ? 1.7f : 0.0f;
+            for (int floats = 0; floats < 2; floats++) {
+                if (floats) setenv("FLASHCL_SOFTMAX_NO_BITS", "1", 1);
+                tu_softmax_check(g_ctx, &c, seed, NULL);
+                n++;
+            }
+            unsetenv("FLASHCL_SOFTMAX_NO_BITS");
+        }
+    }
+    print_message("  %d cases held as bits and as floats\n", n);
 }
 
 /* FLASHCL_SOFTMAX_LEGACY=1 restores the variant choice from before the rows held as floats and
@@ -310,6 +358,7 @@ int main(void)
         cmocka_unit_test(test_three_chunk_rows),
         cmocka_unit_test(test_split_state_reuse),
         cmocka_unit_test(test_pipelined_split_rows),
+        cmocka_unit_test(test_bits_split_rows),
         cmocka_unit_test(test_legacy_choices),
     };
     int failures = cmocka_run_group_tests(tests, NULL, NULL);

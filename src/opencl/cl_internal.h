@@ -81,6 +81,9 @@ typedef struct fc_softmax_kernels {
     cl_kernel split_row_cooperative_aligned[FC_DTYPE_COUNT][FC_DTYPE_COUNT];
     cl_kernel split_row_ordered[FC_DTYPE_COUNT][FC_DTYPE_COUNT]; /* NULL when not built */
     cl_kernel split_row_pipelined[FC_DTYPE_COUNT][FC_DTYPE_COUNT]; /* NULL when not built */
+    /* 16-bit inputs held as bits, 64 and 128 elements a work-item (aligned rows; FC_COOP_BITS:
+     * NULL when not built) */
+    cl_kernel split_row_cooperative_bits[2][FC_DTYPE_COUNT][FC_DTYPE_COUNT];
     cl_kernel rows_vector[FC_DTYPE_COUNT][FC_DTYPE_COUNT];       /* CPUs only; else NULL */
     unsigned rir_chunks;                 /* 16-byte chunks per work-item (FC_RIR_CHUNKS) */
     unsigned coop_elems[FC_DTYPE_COUNT]; /* FC_COOP_ELEMS by input dtype: cooperative floats
@@ -90,6 +93,7 @@ typedef struct fc_softmax_kernels {
     size_t chunked_wg, split_wg, coop_wg;
     size_t resident_items;               /* work-items a compute unit keeps in flight (estimate) */
     int coop;                            /* split_row_cooperative kernels exist */
+    int coop_bits;                       /* split_row_cooperative_bits kernels exist */
     size_t pipe_wg;                      /* largest work-group of split_row_pipelined (0: not
                                             built); its slices hold at most pipe_floats floats */
     unsigned pipe_floats;

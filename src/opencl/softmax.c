@@ -110,6 +110,12 @@ static flashcl_status fc_create_input_kernels(fc_cl_context *ctx, cl_program pro
                                         &k->split_row_cooperative_aligned[xd][yd],
                                         t->aligned_kernels, &wg[FC_WG_COOP],
                                         "softmax_split_row_cooperative", xd, yd);
+        for (h = 0; h < 2 && st == FLASHCL_SUCCESS && t->coop_bits && xd != FLASHCL_F32; h++)
+            st = fc_create_kernel(ctx, program, &k->split_row_cooperative_bits[h][xd][yd],
+                                  &wg[FC_WG_COOP],
+                                  h ? "softmax_split_row_cooperative_bits128"
+                                    : "softmax_split_row_cooperative_bits64",
+                                  xd, yd);
         if (st == FLASHCL_SUCCESS && t->pipe_floats)
             st = fc_create_kernel(ctx, program, &k->split_row_pipelined[xd][yd], &wg[FC_WG_PIPE],
                                   "softmax_split_row_pipelined", xd, yd);
@@ -150,6 +156,7 @@ static flashcl_status fc_set_limits(fc_cl_context *ctx, const fc_softmax_tuning 
     k->split_wg = fc_floor_pow2(fc_min(wg[FC_WG_SPLIT], t->split_wg));
     k->coop_wg = t->coop ? fc_floor_pow2(fc_min(wg[FC_WG_COOP], t->coop_wg)) : 0;
     k->coop = t->coop;
+    k->coop_bits = t->coop_bits;
     k->pipe_floats = t->pipe_floats;
     k->pipe_wg = t->pipe_floats ? fc_floor_pow2(fc_min(wg[FC_WG_PIPE], t->coop_wg)) : 0;
     k->held_max_wg = fc_floor_pow2(fc_min(wg[FC_WG_HELD], t->max_wg));
@@ -236,7 +243,9 @@ void fc_cl_softmax_release_kernels(fc_cl_context *ctx, int part)
                 &k->rows_in_registers[xd][yd],   &k->online_chunked[xd][yd],
                 &k->split_row_normalize[xd][yd], &k->split_row_cooperative[xd][yd],
                 &k->split_row_ordered[xd][yd],   &k->rows_vector[xd][yd],
-                &k->split_row_cooperative_aligned[xd][yd], &k->split_row_pipelined[xd][yd]};
+                &k->split_row_cooperative_aligned[xd][yd], &k->split_row_pipelined[xd][yd],
+                &k->split_row_cooperative_bits[0][xd][yd],
+                &k->split_row_cooperative_bits[1][xd][yd]};
             size_t i;
             for (i = 0; i < sizeof pair / sizeof pair[0]; i++) {
                 if (*pair[i]) clReleaseKernel(*pair[i]);
@@ -373,9 +382,10 @@ static flashcl_status fc_enqueue_batch(fc_cl_context *ctx, const fc_softmax_desc
         const int pipe = p->kind == FC_PLAN_PIPE;
         const size_t groups = pipe && p->groups < tickets ? p->groups : tickets;
         const cl_kernel kernel =
-            pipe ? k->split_row_pipelined[xd][yd]
-                 : fc_layout_kernel(k->split_row_cooperative[xd][yd],
-                                    k->split_row_cooperative_aligned[xd][yd], vec);
+            pipe     ? k->split_row_pipelined[xd][yd]
+            : p->bits ? k->split_row_cooperative_bits[p->bits == 128][xd][yd]
+                     : fc_layout_kernel(k->split_row_cooperative[xd][yd],
+                                        k->split_row_cooperative_aligned[xd][yd], vec);
         fc_split_state s;
         st = fc_split_state_acquire(ctx, 1 + tickets + (size_t)n, groups, p->wg, &s);
         if (st == FLASHCL_SUCCESS) {
@@ -451,10 +461,10 @@ flashcl_status fc_cl_softmax(void *vctx, const fc_softmax_desc *desc)
                                             "split_row_pipelined"};
         fprintf(stderr,
                 "flashcl softmax (opencl): %lld x %lld -> %s, work-group %zu, team %u, elems %u, "
-                "slices %u of %llu, lag %llu, groups %zu%s\n",
+                "slices %u of %llu, lag %llu, groups %zu%s%s\n",
                 (long long)desc->rows, (long long)desc->cols, names[p.kind], p.wg, p.team,
                 p.elems, p.slices, (unsigned long long)p.slice_len, (unsigned long long)p.lag,
-                p.groups, p.shifted ? ", shifted rows" : "");
+                p.groups, p.shifted ? ", shifted rows" : "", p.bits ? ", held as bits" : "");
     }
 
     /* Launches stay below 2^31 work-items; chunked work-groups loop over rows. */

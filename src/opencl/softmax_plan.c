@@ -13,6 +13,8 @@
  *   longer rows, on GPUs that built it:
  *     a row in at most one slice per compute unit (64 for 16-bit input past 4 rows) -> coop. split
  *                                       row: slices held in registers, one read, one write;
+ *                                       aligned 16-bit rows of whole chunks held as their bits
+ *                                       where built (NVIDIA), 64 or 128 a work-item;
  *                                       f32 rows of more than 32 slices of 128 work-items
  *                                       in groups of 256 instead, pipelined where that
  *                                       leaves 32 or more (a group parks one slice in local
@@ -29,6 +31,7 @@
  * FLASHCL_SOFTMAX_NO_SHIFT=1 runs its rows that do not start on a 16-byte chunk element by
  * element instead of in their shifted layout (cl/softmax_cooperative.cl);
  * FLASHCL_SOFTMAX_COOP_WG=n sets its smallest work-group (tuning; 128 by default; no widening);
+ * FLASHCL_SOFTMAX_NO_BITS=1 holds its 16-bit rows as floats (cl/softmax_cooperative.cl);
  * FLASHCL_SOFTMAX_PIPE_SLICES=n pipelines rows of n slices or more (0: never; 32 by default),
  * FLASHCL_SOFTMAX_PIPE_GROUPS=n launches n groups a compute unit for it (4).
  * FLASHCL_SOFTMAX_L2_BUDGET_KB=N overrides the ordered split's cache budget (8192 on GPUs, 32768
@@ -223,6 +226,20 @@ static void fc_plan_split(fc_plan *p, const fc_cl_device *dev, const fc_softmax_
  * cl/softmax_cooperative.cl). */
 #define FC_COOP_GATHER_SLOTS 32
 
+/* Whether the cooperative split row holds a 16-bit row as its bits (cl/softmax_cooperative_bits.cl,
+ * which gives the figures): where built, for rows whose x and y start 16-byte aligned and
+ * whose length is a multiple of a chunk; 64 elements a work-item, or 128 for rows that would
+ * take more slices of 128 x 64 than the first warp gathers (FC_COOP_GATHER_SLOTS; H200, f16,
+ * 2026-11-26, ms, 64 -> 128: 64x1M (128 -> 64 slices, then no longer the ordered split's)
+ * 0.105 -> 0.094, 128x524288 (64 -> 32) 0.0902 -> 0.0890; with 32 slices or fewer 128 loses:
+ * 256x262144 0.0799 -> 0.0869, 1024x131072 0.1436 -> 0.1565). FLASHCL_SOFTMAX_NO_BITS=1 holds
+ * them as floats (A/B, tests). */
+static int fc_coop_bits(const fc_softmax_kernels *k, const fc_softmax_desc *desc)
+{
+    return k->coop_bits && desc->x_dtype != FLASHCL_F32 && desc->cols % 8 == 0 &&
+           fc_softmax_rows_aligned(desc) && !fc_env_flag("FLASHCL_SOFTMAX_NO_BITS");
+}
+
 /* Cooperative split row: a slice of at most coop_elems elements per work-item in
  * registers (cl/softmax.cl), as many slices as that takes; 0 when they would exceed the compute
  * units (the no-deadlock condition). Work-groups of 128, or the smallest larger power of two
@@ -242,7 +259,10 @@ static int fc_plan_coop(fc_plan *p, const fc_cl_device *dev, const fc_softmax_ke
      * 0.050 against 0.140 (torch 0.053) (bench/results/2026-11-26-h200-s17-shifted-rows.txt). */
     const int shifted = fc_shifted(desc);
     const uint64_t ucols = (uint64_t)desc->cols + (shifted ? fc_chunk_elems(x_dtype) - 1 : 0);
-    const uint64_t elems = k->coop_elems[x_dtype];
+    const int bits = fc_coop_bits(k, desc);
+    const uint64_t elems = !bits ? k->coop_elems[x_dtype]
+                           : (ucols + 128 * 64 - 1) / (128 * 64) > FC_COOP_GATHER_SLOTS ? 128
+                                                                                       : 64;
     size_t wg = env && atoi(env) >= 32 ? fc_ceil_pow2((size_t)atoi(env)) : 128;
     uint64_t slices;
     if (!k->coop || fc_env_flag("FLASHCL_SOFTMAX_NO_COOP")) return 0;
@@ -294,6 +314,8 @@ static int fc_plan_coop(fc_plan *p, const fc_cl_device *dev, const fc_softmax_ke
     /* Balanced slices, each starting on a 16-byte chunk (at most 8 elements). */
     fc_plan_slices(p, FC_PLAN_COOP, wg, ucols, slices, 8);
     p->shifted = shifted;
+    p->bits = bits ? (unsigned)elems : 0;
+    p->elems = p->bits;
     return 1;
 }
 
@@ -320,7 +342,7 @@ static int fc_plan_pipe(fc_plan *p, const fc_cl_device *dev, const fc_softmax_ke
     const size_t per = per_env && atoi(per_env) > 0 ? (size_t)atoi(per_env) : 4;
     const size_t groups = (size_t)dev->compute_units * per;
     const size_t parked = p->wg * k->coop_elems[x_dtype];
-    if (!k->pipe_wg || from <= 0 || p->kind != FC_PLAN_COOP || p->slices < 2 ||
+    if (!k->pipe_wg || from <= 0 || p->kind != FC_PLAN_COOP || p->bits || p->slices < 2 ||
         p->slices < (unsigned)from || p->wg > k->pipe_wg || parked > k->pipe_floats ||
         groups < p->slices || (uint64_t)rows * p->slices <= groups)
         return 0;

@@ -29,6 +29,8 @@ typedef struct fc_plan {
     int reverse;            /* ordered: normalise a row's slices from the last one back */
     int shifted;            /* cooperative: rows not 16-byte aligned, in their shifted layout
                                (cl/softmax_cooperative.cl; the kernel's vec = 2) */
+    unsigned bits;          /* cooperative: 16-bit slices held as bits, this many elements a
+                               work-item (64 or 128; cl/softmax_cooperative_bits.cl), or 0 */
 } fc_plan;
 
 static inline size_t fc_dtype_bytes(flashcl_dtype dt)

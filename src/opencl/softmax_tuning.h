@@ -25,6 +25,8 @@ typedef struct fc_softmax_tuning {
     size_t resident_items;  /* work-items one compute unit runs at once (an estimate) */
     size_t chunked_wg, split_wg, coop_wg;
     int coop;
+    int coop_bits;          /* FC_COOP_BITS: the cooperative split row holding 16-bit input as
+                               its bits (cl/softmax_cooperative_bits.cl) */
     unsigned pipe_floats;   /* FC_PIPE_FLOATS: floats a work-group of the pipelined cooperative
                                split row parks in local memory (0: not built) */
     int ordered;            /* FC_ORDERED: the ticket-ordered split row */
