@@ -233,7 +233,7 @@ static void fc_plan_split(fc_plan *p, const fc_cl_device *dev, const fc_softmax_
  * 2026-11-26, ms, 64 -> 128: 64x1M (128 -> 64 slices, then no longer the ordered split's)
  * 0.105 -> 0.094, 128x524288 (64 -> 32) 0.0902 -> 0.0890; with 32 slices or fewer 128 loses:
  * 256x262144 0.0799 -> 0.0869, 1024x131072 0.1436 -> 0.1565). FLASHCL_SOFTMAX_NO_BITS=1 holds
- * them as floats (A/B, tests). */
+ * them as floats (A/B, tests); FLASHCL_SOFTMAX_BITS_ELEMS=64|128 sets the elements (tuning). */
 static int fc_coop_bits(const fc_softmax_kernels *k, const fc_softmax_desc *desc)
 {
     return k->coop_bits && desc->x_dtype != FLASHCL_F32 && desc->cols % 8 == 0 &&
@@ -260,7 +260,10 @@ static int fc_plan_coop(fc_plan *p, const fc_cl_device *dev, const fc_softmax_ke
     const int shifted = fc_shifted(desc);
     const uint64_t ucols = (uint64_t)desc->cols + (shifted ? fc_chunk_elems(x_dtype) - 1 : 0);
     const int bits = fc_coop_bits(k, desc);
+    const char *bits_env = getenv("FLASHCL_SOFTMAX_BITS_ELEMS");
     const uint64_t elems = !bits ? k->coop_elems[x_dtype]
+                           : bits_env && (atoi(bits_env) == 64 || atoi(bits_env) == 128)
+                               ? (uint64_t)atoi(bits_env)
                            : (ucols + 128 * 64 - 1) / (128 * 64) > FC_COOP_GATHER_SLOTS ? 128
                                                                                        : 64;
     size_t wg = env && atoi(env) >= 32 ? fc_ceil_pow2((size_t)atoi(env)) : 128;
