@@ -24,7 +24,10 @@
  *       partials in a fixed order and normalises its slice.
  *   softmax_split_row_cooperative_X_Y (FC_COOP, GPUs only, cl/softmax_cooperative.cl) — split
  *       row in one kernel: each slice stays in registers while the row's work-groups exchange
- *       (m, d) through atomics.
+ *       (m, d) through atomics; softmax_split_row_cooperative_bits64/128_X_Y (16-bit X on
+ *       NVIDIA, cl/softmax_cooperative_bits.cl) holds the slices as their bits, and
+ *       softmax_split_row_pipelined_X_Y (cl/softmax_pipelined.cl) parks one slice in local
+ *       memory while it loads the next, for rows of many slices.
  *   softmax_split_row_ordered_X_Y (FC_ORDERED, cl/softmax_ordered.cl) — split row in one
  *       kernel whose work-groups are ordered by tickets so that a slice's second read hits
  *       the cache.

@@ -1,5 +1,5 @@
-/* Host side of cl/softmax.cl, cl/softmax_cooperative.cl, cl/softmax_pipelined.cl and
- * cl/softmax_ordered.cl: kernel
+/* Host side of cl/softmax.cl, cl/softmax_cooperative.cl, cl/softmax_cooperative_bits.cl,
+ * cl/softmax_pipelined.cl and cl/softmax_ordered.cl: kernel
  * creation (with the figures softmax_tuning.c picks per device, which also writes the build
  * options), and the launch of the variant softmax_plan.c chose for one validated request. */
 #include <limits.h>
