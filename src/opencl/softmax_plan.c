@@ -299,7 +299,10 @@ static int fc_plan_coop(fc_plan *p, const fc_cl_device *dev, const fc_softmax_ke
      * 1024x131072 0.196 -> 0.199), and f32 (32 elements, memory-bound) 2-3 % slower
      * (bench/results/2026-11-26-h100-s20-coop-wg64.txt). H200, f16 (bf16 alike): 16384x12288
      * 0.287 -> 0.226, 16384x10000 0.285 -> 0.226, 32768x9000 0.562 -> 0.442, 2048x20000 0.064
-     * -> 0.057; full rows within 0.5 % (bench/results/2026-11-26-h200-s21-coop-wg64-landed.txt). */
+     * -> 0.057; full rows within 0.5 % (bench/results/2026-11-26-h200-s21-coop-wg64-landed.txt).
+     * The bits kernel at 64 a work-item takes the same rule, measured only against the floats:
+     * 16384x12288 f16 (groups of 64) 0.2258 -> 0.2103 on an H200, 0.2798 -> 0.2828 on an H100
+     * (bench/results/2026-11-26-session25.md); groups of 128 there are untried. */
     if (!env && x_dtype != FLASHCL_F32 && elems == 64 && wg == 128 && slices > 1) {
         const uint64_t slices64 = (ucols + 64 * elems - 1) / (64 * elems);
         const double fill128 = (double)ucols / (double)(slices * 128 * elems);
@@ -335,7 +338,9 @@ static int fc_plan_coop(fc_plan *p, const fc_cl_device *dev, const fc_softmax_ke
  * 4096x32768 0.269 -> 0.293 at best), and so do 16-bit slices (groups of 128 x 64 floats, 128
  * registers against the cooperative kernel's 96: 64x1M f16 0.110 against the ordered split's
  * 0.106, 128x524288 f16 0.108 against the cooperative 0.097); 2 or 3 groups a compute unit
- * lose to 4, 5 to 8 tie (bench/results/2026-11-26-session24.md). */
+ * lose to 4, 5 to 8 tie (bench/results/2026-11-26-session24.md). Plans held as bits are not
+ * pipelined: both forms tried lost to the cooperative bits kernel (64x1M f16 0.093 -> 0.102 and
+ * 0.111 ms on an H200; branch bits-pipelined, bench/results/2026-11-26-session25.md). */
 static int fc_plan_pipe(fc_plan *p, const fc_cl_device *dev, const fc_softmax_kernels *k,
                         flashcl_dtype x_dtype, int64_t rows)
 {
