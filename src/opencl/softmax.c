@@ -463,7 +463,8 @@ flashcl_status fc_cl_softmax(void *vctx, const fc_softmax_desc *desc)
                 "flashcl softmax (opencl): %lld x %lld -> %s, work-group %zu, team %u, elems %u, "
                 "slices %u of %llu, lag %llu, groups %zu%s%s\n",
                 (long long)desc->rows, (long long)desc->cols, names[p.kind], p.wg, p.team,
-                p.elems, p.slices, (unsigned long long)p.slice_len, (unsigned long long)p.lag,
+                p.bits ? p.bits : p.elems, p.slices, (unsigned long long)p.slice_len,
+                (unsigned long long)p.lag,
                 p.groups, p.shifted ? ", shifted rows" : "", p.bits ? ", held as bits" : "");
     }
 

@@ -226,18 +226,24 @@ static void fc_plan_split(fc_plan *p, const fc_cl_device *dev, const fc_softmax_
  * cl/softmax_cooperative.cl). */
 #define FC_COOP_GATHER_SLOTS 32
 
-/* Whether the cooperative split row holds a 16-bit row as its bits (cl/softmax_cooperative_bits.cl,
- * which gives the figures): where built, for rows whose x and y start 16-byte aligned and
- * whose length is a multiple of a chunk; 64 elements a work-item, or 128 for rows that would
+/* The elements a work-item of the cooperative split row holds of a 16-bit row as its bits
+ * (cl/softmax_cooperative_bits.cl, which gives the figures), or 0 where the row is held as
+ * floats: bits where built, for rows whose x and y start 16-byte aligned and whose length is a
+ * multiple of a chunk; 64 elements a work-item, or 128 for rows that would
  * take more slices of 128 x 64 than the first warp gathers (FC_COOP_GATHER_SLOTS; H200, f16,
  * 2026-11-26, ms, 64 -> 128: 64x1M (128 -> 64 slices, then no longer the ordered split's)
  * 0.105 -> 0.094, 128x524288 (64 -> 32) 0.0902 -> 0.0890; with 32 slices or fewer 128 loses:
  * 256x262144 0.0799 -> 0.0869, 1024x131072 0.1436 -> 0.1565). FLASHCL_SOFTMAX_NO_BITS=1 holds
  * them as floats (A/B, tests); FLASHCL_SOFTMAX_BITS_ELEMS=64|128 sets the elements (tuning). */
-static int fc_coop_bits(const fc_softmax_kernels *k, const fc_softmax_desc *desc)
+static unsigned fc_coop_bits(const fc_softmax_kernels *k, const fc_softmax_desc *desc)
 {
-    return k->coop_bits && desc->x_dtype != FLASHCL_F32 && desc->cols % 8 == 0 &&
-           fc_softmax_rows_aligned(desc) && !fc_env_flag("FLASHCL_SOFTMAX_NO_BITS");
+    const char *env = getenv("FLASHCL_SOFTMAX_BITS_ELEMS");
+    const int forced = env ? atoi(env) : 0;
+    if (!k->coop_bits || desc->x_dtype == FLASHCL_F32 || desc->cols % 8 != 0 ||
+        !fc_softmax_rows_aligned(desc) || fc_env_flag("FLASHCL_SOFTMAX_NO_BITS"))
+        return 0;
+    if (forced == 64 || forced == 128) return (unsigned)forced;
+    return ((uint64_t)desc->cols + 128 * 64 - 1) / (128 * 64) > FC_COOP_GATHER_SLOTS ? 128 : 64;
 }
 
 /* Cooperative split row: a slice of at most coop_elems elements per work-item in
@@ -259,13 +265,8 @@ static int fc_plan_coop(fc_plan *p, const fc_cl_device *dev, const fc_softmax_ke
      * 0.050 against 0.140 (torch 0.053) (bench/results/2026-11-26-h200-s17-shifted-rows.txt). */
     const int shifted = fc_shifted(desc);
     const uint64_t ucols = (uint64_t)desc->cols + (shifted ? fc_chunk_elems(x_dtype) - 1 : 0);
-    const int bits = fc_coop_bits(k, desc);
-    const char *bits_env = getenv("FLASHCL_SOFTMAX_BITS_ELEMS");
-    const uint64_t elems = !bits ? k->coop_elems[x_dtype]
-                           : bits_env && (atoi(bits_env) == 64 || atoi(bits_env) == 128)
-                               ? (uint64_t)atoi(bits_env)
-                           : (ucols + 128 * 64 - 1) / (128 * 64) > FC_COOP_GATHER_SLOTS ? 128
-                                                                                       : 64;
+    const unsigned bits = fc_coop_bits(k, desc);
+    const uint64_t elems = bits ? bits : k->coop_elems[x_dtype];
     size_t wg = env && atoi(env) >= 32 ? fc_ceil_pow2((size_t)atoi(env)) : 128;
     uint64_t slices;
     if (!k->coop || fc_env_flag("FLASHCL_SOFTMAX_NO_COOP")) return 0;
@@ -320,8 +321,7 @@ static int fc_plan_coop(fc_plan *p, const fc_cl_device *dev, const fc_softmax_ke
     /* Balanced slices, each starting on a 16-byte chunk (at most 8 elements). */
     fc_plan_slices(p, FC_PLAN_COOP, wg, ucols, slices, 8);
     p->shifted = shifted;
-    p->bits = bits ? (unsigned)elems : 0;
-    p->elems = p->bits;
+    p->bits = bits;
     return 1;
 }
 
