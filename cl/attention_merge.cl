@@ -5,8 +5,11 @@
  * parts are f32 in scratch, o at part_o[at.z + split·at.x + row·D], lse at
  * part_lse[at.w + split·at.y + row]. lse = M + log Σ exp(lse_s - M) and
  * o = Σ exp(lse_s - lse)·o_s.
- * The work-items split both the head dim (float4 columns) and the splits, so that many loads
- * are in flight; the column partial sums are then added in a fixed order (deterministic).
+ * The work-items split both the head dim (float4 columns) and the splits. Each reads the lse and
+ * o of its splits in one round of loads (FC_ATTN_MERGE_ILP splits at a time) and keeps a running
+ * (m, sum, acc) over them; the split groups are then combined in a fixed order (deterministic).
+ * One round of loads instead of three dependent ones (the lse max, the lse sum, then o) took
+ * 1.2-1.7 us off a decode call on an H200 and an H100 (bench/results/2026-11-27-session26.md).
  * Columns beyond the work-group (a 256-wide head on fewer than 64 items) take several rounds.
  * dims: Sq, Hq, D, nsplit; out: o dtype, 1 when lse is written.
  * Work-group: FC_ATTN_SPLIT_WG items on GPUs; with FC_ATTN_GENERIC (CPUs) any power of two up
@@ -27,8 +30,8 @@ __kernel FC_ATTN_SPLIT_ATTR void fc_attn_split_merge(
     __global const float *part_o, __global const float *part_lse, long4 at, int4 dims,
     __global uchar *o, long4 os, __global float *lse, long4 ls, int2 out)
 {
-    __local float scratch[FC_ATTN_SPLIT_WG];
-    __local float w[FC_ATTN_MAX_SPLITS];
+    __local float gm[FC_ATTN_SPLIT_WG];
+    __local float gs[FC_ATTN_SPLIT_WG];
     __local float4 part[FC_ATTN_SPLIT_WG];
     const int N = FC_ATTN_SPLIT_N;
     const int Sq = dims.x, H = dims.y, D = dims.z, nsplit = dims.w;
@@ -37,38 +40,6 @@ __kernel FC_ATTN_SPLIT_ATTR void fc_attn_split_merge(
     const ulong2 bh_qi = fc_attn_divmod64(row, (ulong)Sq);
     const ulong2 b_h = fc_attn_divmod64(bh_qi.x, (ulong)H);
     const int qi = (int)bh_qi.y, h = (int)b_h.y, b = (int)b_h.x;
-
-    /* weights: w_s = exp(lse_s - M) */
-    float mx = -INFINITY;
-    for (int s = lid; s < nsplit; s += N)
-        mx = fmax(mx, part_lse[at.w + (long)s * at.y + (long)row]);
-    scratch[lid] = mx;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int k = N / 2; k > 0; k >>= 1) {
-        if (lid < k)
-            scratch[lid] = fmax(scratch[lid], scratch[lid + k]);
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    mx = scratch[0];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    float sum = 0.0f;
-    for (int s = lid; s < nsplit; s += N) {
-        const float ls_ = part_lse[at.w + (long)s * at.y + (long)row];
-        const float e = mx == -INFINITY ? 0.0f : exp(ls_ - mx);
-        w[s] = e;
-        sum += e;
-    }
-    scratch[lid] = sum;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int k = N / 2; k > 0; k >>= 1) {
-        if (lid < k)
-            scratch[lid] += scratch[lid + k];
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    sum = scratch[0];
-    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
-
-    /* columns of 4 dims × groups of splits, cw columns a round */
     const int d4n = (D + 3) / 4;
     int cols = 1;
     while (cols < d4n)
@@ -76,43 +47,63 @@ __kernel FC_ATTN_SPLIT_ATTR void fc_attn_split_merge(
     const int cw = min(cols, N), groups = N / cw, grp = lid / cw;
     const long row_at = at.z + (long)row * D, split_at = at.x;
     const ulong orow = fc_attn_row(os, b, qi, h);
-    const int o_dt = out.x;
+    float M = -INFINITY, S = 0.0f;
     for (int cb = 0; cb < cols; cb += cw) {
         const int c4 = cb + lid % cw;
-        /* FC_ATTN_MERGE_ILP independent sums, so that as many splits' loads are in flight at
-         * once (the loop waits for its loads once per round, not once per split) */
-        float4 as[FC_ATTN_MERGE_ILP];
-        FC_ATTN_UNROLL for (int u = 0; u < FC_ATTN_MERGE_ILP; u++)
-            as[u] = (float4)(0.0f);
-        if (c4 < d4n)
-            for (int s0 = grp; s0 < nsplit; s0 += FC_ATTN_MERGE_ILP * groups)
-                FC_ATTN_UNROLL for (int u = 0; u < FC_ATTN_MERGE_ILP; u++) {
-                    const int s = s0 + u * groups;
-                    const long base = row_at + (long)s * split_at + 4 * c4;
-                    if (s < nsplit)
-                        as[u] += w[s] * (4 * c4 + 4 <= D
-                                             ? vload4(0, part_o + base)
-                                             : (float4)(part_o[base],
-                                                        4 * c4 + 1 < D ? part_o[base + 1] : 0.0f,
-                                                        4 * c4 + 2 < D ? part_o[base + 2] : 0.0f,
-                                                        0.0f));
-                }
-        FC_ATTN_UNROLL for (int n = FC_ATTN_MERGE_ILP / 2; n > 0; n >>= 1) /* pairwise, fixed */
-            FC_ATTN_UNROLL for (int u = 0; u < n; u++)
-                as[u] += as[u + n];
-        float4 a = as[0];
-        part[lid] = a;
-        barrier(CLK_LOCAL_MEM_FENCE);
-        if (grp == 0 && c4 < d4n) {
-            for (int g = 1; g < groups; g++)
-                a += part[g * cw + lid];
-            fc_attn_store4(o_dt, o, orow + 4 * c4, D - 4 * c4, 0, a * inv);
+        float m = -INFINITY, sum = 0.0f;
+        float4 acc = (float4)(0.0f);
+        for (int s0 = grp; s0 < nsplit; s0 += FC_ATTN_MERGE_ILP * groups) {
+            float lp[FC_ATTN_MERGE_ILP];
+            float4 ov[FC_ATTN_MERGE_ILP];
+            FC_ATTN_UNROLL for (int u = 0; u < FC_ATTN_MERGE_ILP; u++) {
+                const int s = s0 + u * groups;
+                const long base = row_at + (long)s * split_at + 4 * c4;
+                lp[u] = s < nsplit ? part_lse[at.w + (long)s * at.y + (long)row] : -INFINITY;
+                ov[u] = s < nsplit && c4 < d4n
+                            ? (4 * c4 + 4 <= D
+                                   ? vload4(0, part_o + base)
+                                   : (float4)(part_o[base],
+                                              4 * c4 + 1 < D ? part_o[base + 1] : 0.0f,
+                                              4 * c4 + 2 < D ? part_o[base + 2] : 0.0f, 0.0f))
+                            : (float4)(0.0f);
+            }
+            float mx = m;
+            FC_ATTN_UNROLL for (int u = 0; u < FC_ATTN_MERGE_ILP; u++) mx = fmax(mx, lp[u]);
+            if (mx == -INFINITY) continue; /* nothing yet: no factor to take */
+            const float f = exp(m - mx);   /* m = -inf: 0 */
+            sum *= f;
+            acc *= f;
+            FC_ATTN_UNROLL for (int u = 0; u < FC_ATTN_MERGE_ILP; u++) {
+                const float e = exp(lp[u] - mx);
+                sum += e;
+                acc += e * ov[u];
+            }
+            m = mx;
         }
-        if (cb + cw < cols) /* the next round reuses part (uniform) */
+        gm[lid] = m;
+        gs[lid] = sum;
+        part[lid] = acc;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (grp == 0) {
+            M = m;
+            for (int g = 1; g < groups; g++) M = fmax(M, gm[g * cw + lid]);
+            S = 0.0f;
+            float4 a = (float4)(0.0f);
+            if (M != -INFINITY)
+                for (int g = 0; g < groups; g++) {
+                    const float f = exp(gm[g * cw + lid] - M);
+                    S += f * gs[g * cw + lid];
+                    a += f * part[g * cw + lid];
+                }
+            if (c4 < d4n)
+                fc_attn_store4(out.x, o, orow + 4 * c4, D - 4 * c4, 0,
+                               a * (S > 0.0f ? 1.0f / S : 0.0f));
+        }
+        if (cb + cw < cols) /* the next round reuses the arrays (uniform) */
             barrier(CLK_LOCAL_MEM_FENCE);
     }
     if (out.y && lid == 0)
-        lse[fc_attn_row(ls, b, h, qi)] = sum > 0.0f ? mx + log(sum) : -INFINITY;
+        lse[fc_attn_row(ls, b, h, qi)] = S > 0.0f ? M + log(S) : -INFINITY;
 }
 
 /* Merges up to four partial results (o_k with strides os_k, lse_k with ls_k, dtype dt.k) of the

@@ -9,16 +9,19 @@
  * attention kernel packs them: row = g·Sq + i), each warp 16 of them. Q is copied once into local
  * memory and from there into registers (A fragments); K and V blocks of KEYS keys stream through a
  * two-slot ring of local memory with cp.async, the next block's copy in flight during this block's
- * math, one barrier per block. Per block: S = Q·Kᵀ (ldmatrix for K), online softmax on the
- * accumulators with exp2 (scale folded into one FMA), O += P·V with P taken from the S
- * accumulators as the A operand (their layouts coincide) rounded to the storage type, V through
- * ldmatrix.trans. Blocks are walked from the last visible one down, so the ones that straddle the
- * causal diagonal or the end of the keys come first and only they pay for the mask.
+ * math, one barrier per block. The _ring kernels (two warps, for decode) load Q straight into
+ * registers and keep SLOTS - 1 blocks' copies in flight in a deeper ring of smaller blocks.
+ * Per block: S = Q·Kᵀ (ldmatrix for K), online softmax on the accumulators with exp2 (scale
+ * folded into one FMA), O += P·V with P taken from the S accumulators as the A operand (their
+ * layouts coincide) rounded to the storage type, V through ldmatrix.trans. Blocks are walked
+ * from the last visible one down, so the ones that straddle the causal diagonal or the end of the
+ * keys come first and only they pay for the mask.
  *
  * Local memory (16-bit elements, rows padded by 8 so that the 8 rows one ldmatrix phase reads
  * fall into different banks): Q [ROWS][DP + 8] at first, then the ring of 2 × (K, V)
  * [KEYS][DP + 8] over the same bytes (Q lives in registers by then), then o's 16-bit rows on
- * the way out. NVIDIA's OpenCL allows 48 KiB, which sets KEYS: 64 at DP 64, 32 at DP 128.
+ * the way out. NVIDIA's OpenCL allows 48 KiB, which sets KEYS: 64 at DP 64, 32 at DP 128 (the
+ * _ring kernels: SLOTS × (K, V) of half those keys, no Q).
  *
  * The host only sends shapes that fit: D a multiple of 8 and at most 128, every q, k, v and o
  * row 16-byte aligned (offset and strides multiples of 8 elements). Split-KV partials (f32)
@@ -49,6 +52,19 @@ FC_INLINE void fc_mma_cp16(uint dst, __global const uchar *src, int valid)
 }
 FC_INLINE void fc_mma_cp_commit(void) { __asm__ volatile("cp.async.commit_group;" ::: "memory"); }
 FC_INLINE void fc_mma_cp_wait_all(void) { __asm__ volatile("cp.async.wait_group 0;" ::: "memory"); }
+/* Waits until at most n (0-3, a constant once inlined) of this thread's copy groups are
+ * pending: PTX takes the count as an immediate. */
+FC_INLINE void fc_mma_cp_wait(const int n)
+{
+    if (n <= 0)
+        __asm__ volatile("cp.async.wait_group 0;" ::: "memory");
+    else if (n == 1)
+        __asm__ volatile("cp.async.wait_group 1;" ::: "memory");
+    else if (n == 2)
+        __asm__ volatile("cp.async.wait_group 2;" ::: "memory");
+    else
+        __asm__ volatile("cp.async.wait_group 3;" ::: "memory");
+}
 
 FC_INLINE uint4 fc_mma_ldmatrix(uint address)
 {
@@ -128,11 +144,12 @@ FC_INLINE void fc_mma_forward(__global const uchar *q, __global const uchar *k,
                               long4 qs, long4 ks, long4 vs, long4 os, long4 ls, int4 dims,
                               int4 grid, int4 mask, float2 score, long2 split_stride,
                               int tail, __local ushort *smem, const int DT, const int DP,
-                              const int KEYS, const int WARPS)
+                              const int KEYS, const int WARPS, const int SLOTS)
 {
     const int STRIDE = FC_MMA_STRIDE(DP), NT = KEYS / 8, DT8 = DP / 8, KD = DP / 16;
     const int THREADS = 32 * WARPS, ROWS = 16 * WARPS;
     const int SLOT = 2 * KEYS * STRIDE; /* one ring slot: K then V */
+    const int RING = SLOTS > 2;         /* Q straight into registers, SLOTS - 1 blocks ahead */
     const int Sq = dims.x, D = dims.z, G = dims.w, out_dt = mask.z, has_lse = mask.w;
     const int lid = (int)get_local_id(0), warp = lid / 32, lane = lid % 32;
     const int gq = lane / 4, tq = lane % 4; /* mma's row group and thread in the group */
@@ -174,7 +191,42 @@ FC_INLINE void fc_mma_forward(__global const uchar *q, __global const uchar *k,
 
     const ulong k_head = fc_attn_row(ks, b, 0, kvh), v_head = fc_attn_row(vs, b, 0, kvh);
     uint4 qa[FC_MMA_DP_MAX / 16];
-    if (last_block >= first_block) {
+    if (last_block >= first_block && RING) {
+        /* Q straight from global memory into A fragments (a0 / a1: rows gq / gq + 8 at dims
+         * 2tq, 2tq + 1 of each 16; a2 / a3 the same rows 8 dims on), with the first SLOTS - 1
+         * blocks' copies in flight behind it, one copy group each. */
+        ulong q_row[2];
+        int q_ok[2];
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const int r = r0 + warp * 16 + gq + 8 * h;
+            const int2 gi = fc_attn_divmod(min(r, rows - 1), Sq);
+            q_ok[h] = r < rows;
+            q_row[h] = fc_attn_row(qs, b, gi.y, kvh * G + gi.x);
+        }
+#pragma unroll
+        for (int kk = 0; kk < KD; kk++) {
+            uint w[4];
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int h = e & 1, d = kk * 16 + (e >> 1) * 8 + 2 * tq;
+                w[e] = q_ok[h] && d < D ? *(__global const uint *)(q + 2 * (q_row[h] + (ulong)d))
+                                        : 0u;
+            }
+            qa[kk] = (uint4)(w[0], w[1], w[2], w[3]);
+        }
+#pragma unroll
+        for (int i = 0; i < SLOTS - 1; i++) {
+            if (last_block - i >= first_block) {
+                const int j0 = (last_block - i) * KEYS;
+                fc_mma_load_rows(smem + i * SLOT, k, k_head, ks.y, j0, ke, D, lid, DP, KEYS,
+                                 THREADS);
+                fc_mma_load_rows(smem + i * SLOT + KEYS * STRIDE, v, v_head, vs.y, j0, ke, D, lid,
+                                 DP, KEYS, THREADS);
+            }
+            fc_mma_cp_commit();
+        }
+    } else if (last_block >= first_block) {
         /* Q once, through local memory into A fragments; then the ring takes the bytes. */
         const int CHUNKS = DP / 8;
 #pragma unroll
@@ -205,16 +257,34 @@ FC_INLINE void fc_mma_forward(__global const uchar *q, __global const uchar *k,
     const int fold = score.y == 0.0f && score.x > 0.0f;
     const float c = fold ? score.x : 1.0f;
     int slot = 0;
-    for (int blk = last_block; blk >= first_block; blk--, slot ^= 1) {
+    for (int blk = last_block; blk >= first_block;
+         blk--, slot = RING ? (slot + 1 == SLOTS ? 0 : slot + 1) : slot ^ 1) {
         const int n0 = blk * KEYS;
-        fc_mma_cp_wait_all();         /* this thread's copies of K/V(blk) have landed */
-        barrier(CLK_LOCAL_MEM_FENCE); /* ... everyone's, and the other slot is free */
-        if (blk > first_block) {      /* the next block streams in during this one */
-            __local ushort *next = smem + (slot ^ 1) * SLOT;
-            fc_mma_load_rows(next, k, k_head, ks.y, n0 - KEYS, ke, D, lid, DP, KEYS, THREADS);
-            fc_mma_load_rows(next + KEYS * STRIDE, v, v_head, vs.y, n0 - KEYS, ke, D, lid, DP,
-                             KEYS, THREADS);
+        if (RING) {
+            /* SLOTS - 1 groups are pending, blk's the oldest. Once every warp is done with the
+             * slot before this one, it takes block blk - (SLOTS - 1). A group is committed even
+             * when empty, so that the count stays exact. */
+            fc_mma_cp_wait(SLOTS - 2);
+            barrier(CLK_LOCAL_MEM_FENCE);
+            if (blk - (SLOTS - 1) >= first_block) {
+                const int ahead = n0 - (SLOTS - 1) * KEYS;
+                __local ushort *next = smem + (slot == 0 ? SLOTS - 1 : slot - 1) * SLOT;
+                fc_mma_load_rows(next, k, k_head, ks.y, ahead, ke, D, lid, DP, KEYS, THREADS);
+                fc_mma_load_rows(next + KEYS * STRIDE, v, v_head, vs.y, ahead, ke, D, lid, DP,
+                                 KEYS, THREADS);
+            }
             fc_mma_cp_commit();
+        } else {
+            fc_mma_cp_wait_all();         /* this thread's copies of K/V(blk) have landed */
+            barrier(CLK_LOCAL_MEM_FENCE); /* ... everyone's, and the other slot is free */
+            if (blk > first_block) {      /* the next block streams in during this one */
+                __local ushort *next = smem + (slot ^ 1) * SLOT;
+                fc_mma_load_rows(next, k, k_head, ks.y, n0 - KEYS, ke, D, lid, DP, KEYS,
+                                 THREADS);
+                fc_mma_load_rows(next + KEYS * STRIDE, v, v_head, vs.y, n0 - KEYS, ke, D, lid,
+                                 DP, KEYS, THREADS);
+                fc_mma_cp_commit();
+            }
         }
         const uint k_frag = k_frag0 + (uint)(slot * SLOT * 2);
         const uint v_frag = v_frag0 + (uint)(slot * SLOT * 2);
@@ -355,15 +425,17 @@ FC_INLINE void fc_mma_forward(__global const uchar *q, __global const uchar *k,
     }
 }
 
-#define FC_MMA_KERNEL(name, DT, DP, KEYS, WARPS)                                                \
+#define FC_MMA_KERNEL_SLOTS(name, DT, DP, KEYS, WARPS, SLOTS, SMEM)                             \
     __kernel __attribute__((reqd_work_group_size(32 * (WARPS), 1, 1))) void name(              \
         FC_ATTN_FORWARD_PARAMS)                                                                \
     {                                                                                          \
-        __local ushort smem[FC_MMA_SMEM(DP, KEYS, WARPS)] __attribute__((aligned(16)));        \
+        __local ushort smem[SMEM] __attribute__((aligned(16)));                                \
         (void)aligned, (void)in_dtype;                                                         \
         fc_mma_forward(q, k, v, o, lse, qs, ks, vs, os, ls, dims, grid, mask, score,          \
-                       split_stride, tail, smem, DT, DP, KEYS, WARPS);                         \
+                       split_stride, tail, smem, DT, DP, KEYS, WARPS, SLOTS);                  \
     }
+#define FC_MMA_KERNEL(name, DT, DP, KEYS, WARPS)                                                \
+    FC_MMA_KERNEL_SLOTS(name, DT, DP, KEYS, WARPS, 2, FC_MMA_SMEM(DP, KEYS, WARPS))
 FC_MMA_KERNEL(fc_attn_mma_d64_f16, FC_ATTN_F16, 64, 64, FC_MMA_WARPS)
 FC_MMA_KERNEL(fc_attn_mma_d64_bf16, FC_ATTN_BF16, 64, 64, FC_MMA_WARPS)
 FC_MMA_KERNEL(fc_attn_mma_d128_f16, FC_ATTN_F16, 128, 32, FC_MMA_WARPS)
@@ -380,3 +452,23 @@ FC_MMA_KERNEL(fc_attn_mma_d64_f16_w2, FC_ATTN_F16, 64, 64, 2)
 FC_MMA_KERNEL(fc_attn_mma_d64_bf16_w2, FC_ATTN_BF16, 64, 64, 2)
 FC_MMA_KERNEL(fc_attn_mma_d128_f16_w2, FC_ATTN_F16, 128, 32, 2)
 FC_MMA_KERNEL(fc_attn_mma_d128_bf16_w2, FC_ATTN_BF16, 128, 32, 2)
+/* Two warps with a ring of FC_MMA_RING_SLOTS slots of half the keys (16 at DP 128, 32 at 64):
+ * SLOTS - 1 blocks' copies in flight instead of one, Q straight into registers so that no
+ * local memory waits for it. The host takes them where a work-group walks 512 keys or more.
+ * H200, NVIDIA OpenCL, f16 B1 Hq32 Hkv4 Sq1 Sk65536 D128 ms against the two-slot kernel in the
+ * same call: see bench/results/2026-11-27-session26.md. */
+#ifndef FC_MMA_RING_SLOTS
+#define FC_MMA_RING_SLOTS 5
+#endif
+#if FC_MMA_RING_SLOTS < 3 || FC_MMA_RING_SLOTS > 5
+#error "FC_MMA_RING_SLOTS: 3 to 5 (cp.async.wait_group counts up to 3; 48 KiB of local memory)"
+#endif
+#define FC_MMA_RING_SMEM(DP, KEYS) (FC_MMA_RING_SLOTS * 2 * (KEYS) * FC_MMA_STRIDE(DP))
+FC_MMA_KERNEL_SLOTS(fc_attn_mma_d64_f16_ring, FC_ATTN_F16, 64, 32, 2, FC_MMA_RING_SLOTS,
+                    FC_MMA_RING_SMEM(64, 32))
+FC_MMA_KERNEL_SLOTS(fc_attn_mma_d64_bf16_ring, FC_ATTN_BF16, 64, 32, 2, FC_MMA_RING_SLOTS,
+                    FC_MMA_RING_SMEM(64, 32))
+FC_MMA_KERNEL_SLOTS(fc_attn_mma_d128_f16_ring, FC_ATTN_F16, 128, 16, 2, FC_MMA_RING_SLOTS,
+                    FC_MMA_RING_SMEM(128, 16))
+FC_MMA_KERNEL_SLOTS(fc_attn_mma_d128_bf16_ring, FC_ATTN_BF16, 128, 16, 2, FC_MMA_RING_SLOTS,
+                    FC_MMA_RING_SMEM(128, 16))

@@ -305,6 +305,36 @@ typedef struct fc_attn_launch {
     cl_kernel kernel;
 } fc_attn_launch;
 
+/* The number of key splits and keys per split: enough work-groups for per_cu a compute unit
+ * (at least, or with `floor` at most: a kernel that streams near a compute unit's share of the
+ * bandwidth is set back by a compute unit holding one group more than the others), each split
+ * at least min_blocks blocks of bn keys, the partials within the scratch cap, and never fewer
+ * than `need`. */
+static void plan_splits(const fc_cl_context *ctx, const fc_attention_desc *d, fc_attn_launch *p,
+                        int64_t bn, int64_t min_blocks, int64_t split_cap, int64_t need,
+                        int floor)
+{
+    const int64_t base = d->batch * d->heads_kv * p->ntiles;
+    const int64_t target = (int64_t)ctx->dev.compute_units * p->per_cu;
+    const int64_t max_split = (d->seqlen_k + min_blocks * bn - 1) / (min_blocks * bn);
+    int64_t nsplit = base * 2 <= target ? (floor ? target / base : (target + base - 1) / base) : 1;
+    int64_t kps;
+    if (nsplit > split_cap) nsplit = split_cap; /* the kernel's own bound, not a forced count's */
+    nsplit = fc_env_long("FLASHCL_ATTENTION_SPLITS", nsplit);
+    if (!ctx->attention.split_merge) nsplit = 1;
+    if (nsplit > max_split) nsplit = max_split;
+    if (nsplit > FC_ATTN_MAX_SPLITS) nsplit = FC_ATTN_MAX_SPLITS;
+    while (nsplit > 1 && (size_t)nsplit * (size_t)(d->batch * d->heads_q * d->seqlen_q) *
+                                 (size_t)(d->head_dim + 1) * 4 > FC_ATTN_SCRATCH_CAP)
+        nsplit /= 2;
+    if (nsplit < need) nsplit = need; /* past the scratch cap if it must be (correct first) */
+    if (nsplit < 1) nsplit = 1;
+    kps = (d->seqlen_k + nsplit - 1) / nsplit;
+    kps = (kps + bn - 1) / bn * bn; /* splits start on tile boundaries */
+    p->nsplit = (int)((d->seqlen_k + kps - 1) / kps);
+    p->keys_per_split = p->nsplit > 1 ? (int)kps : (int)d->seqlen_k;
+}
+
 /* Chooses the family (decode when the rows of a kv head fit in four small decode tiles: their
  * extra passes over the keys hit the cache, while a prefill tile would compute its empty rows)
  * and, for decode, the key-parallel kernel (the tiled one when FLASHCL_ATTENTION_DECODE_LEGACY=1
@@ -317,14 +347,15 @@ static flashcl_status plan_forward(fc_cl_context *ctx, const fc_attention_desc *
                                    fc_attn_launch *p)
 {
     const fc_attention_kernels *ak = &ctx->attention;
-    int64_t group = d->heads_q / d->heads_kv, rows = group * d->seqlen_q, base, bn;
-    int64_t max_split, target, nsplit, kps, tile_r, min_blocks = 2, need = 1;
+    int64_t group = d->heads_q / d->heads_kv, rows = group * d->seqlen_q, bn;
+    int64_t tile_r, min_blocks = 2, need = 1;
     int64_t split_cap = FC_ATTN_MAX_SPLITS;
     const char *force = getenv("FLASHCL_ATTENTION_FAMILY");
     const int legacy = fc_attn_decode_legacy();
     cl_kernel pk, dk, kk, dec;
     const fc_attn_tile *tile;
     fc_attn_mma_choice mma;
+    int use_mma = 0;
 
     memset(p, 0, sizeof *p);
     p->dim_class = d->head_dim <= 64 ? 0 : d->head_dim <= 128 ? 1 : 2;
@@ -362,6 +393,7 @@ static flashcl_status plan_forward(fc_cl_context *ctx, const fc_attention_desc *
     bn = tile_keys(tile);
     p->per_cu = p->family == FC_ATTN_DECODE ? 8 : 2;
     if (!(force && !strcmp(force, "decode")) && fc_attn_mma_pick(ctx, d, &mma)) {
+        use_mma = 1;
         /* Tensor cores where the device has them, for decode shapes too: there the kernel's
          * cp.async stream of K and V through local memory outran the key-parallel kernel
          * (H100, B1 Hq32 Hkv4 Sk65536 f16: 2223 GB/s against 1136), split as prefill tiles. */
@@ -408,26 +440,20 @@ static flashcl_status plan_forward(fc_cl_context *ctx, const fc_attention_desc *
                            ak->split_merge ? FC_ATTN_MAX_SPLITS : 1);
     }
 
-    /* Split-KV: enough work-groups for a few per compute unit, each split at least min_blocks
-     * key tiles long, the partials within the scratch cap. */
-    base = d->batch * d->heads_kv * p->ntiles;
-    target = (int64_t)ctx->dev.compute_units * p->per_cu;
-    max_split = (d->seqlen_k + min_blocks * bn - 1) / (min_blocks * bn);
-    nsplit = base * 2 <= target ? (target + base - 1) / base : 1;
-    if (nsplit > split_cap) nsplit = split_cap; /* the kernel's own bound, not a forced count's */
-    nsplit = fc_env_long("FLASHCL_ATTENTION_SPLITS", nsplit);
-    if (!ak->split_merge) nsplit = 1;
-    if (nsplit > max_split) nsplit = max_split;
-    if (nsplit > FC_ATTN_MAX_SPLITS) nsplit = FC_ATTN_MAX_SPLITS;
-    while (nsplit > 1 && (size_t)nsplit * (size_t)(d->batch * d->heads_q * d->seqlen_q) *
-                                 (size_t)(d->head_dim + 1) * 4 > FC_ATTN_SCRATCH_CAP)
-        nsplit /= 2;
-    if (nsplit < need) nsplit = need; /* past the scratch cap if it must be (correct first) */
-    if (nsplit < 1) nsplit = 1;
-    kps = (d->seqlen_k + nsplit - 1) / nsplit;
-    kps = (kps + bn - 1) / bn * bn; /* splits start on tile boundaries */
-    p->nsplit = (int)((d->seqlen_k + kps - 1) / kps);
-    p->keys_per_split = p->nsplit > 1 ? (int)kps : (int)d->seqlen_k;
+    plan_splits(ctx, d, p, bn, min_blocks, split_cap, need, 0);
+    /* The two-warp kernel with a deeper ring where its work-groups walk enough keys to fill it
+     * (NVIDIA only, where no driver loop limit applies). f16 decode, ms against the two-slot
+     * kernel in the same call: H200 B1 Hq32 Hkv4 Sk65536 D128 0.0453 against 0.0485, B8
+     * Sk8192 0.0447 against 0.0479; H100 level on those, 1-4 % slower on calls with 32 kv
+     * heads (bench/results/2026-11-27-session26.md). */
+    if (use_mma && mma.ring && ctx->dev.loop_limit == 0) {
+        fc_attn_launch r = *p;
+        plan_splits(ctx, d, &r, mma.ring_keys, min_blocks, split_cap, need, 1);
+        if (r.keys_per_split >= FC_MMA_RING_MIN_KEYS) {
+            r.kernel = mma.ring;
+            *p = r;
+        }
+    }
     return FLASHCL_SUCCESS;
 }
 

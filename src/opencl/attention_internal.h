@@ -82,7 +82,11 @@ typedef struct fc_attn_mma_choice {
     cl_kernel kernel;
     size_t wg;
     int rows, keys;             /* query rows per work-group, keys per block */
+    cl_kernel ring;             /* the two-warp kernel with a deeper ring, or NULL: the caller
+                                   takes it where work-groups walk FC_MMA_RING_MIN_KEYS or more */
+    int ring_keys;              /* its keys per block (same wg and rows) */
 } fc_attn_mma_choice;
+#define FC_MMA_RING_MIN_KEYS 512
 /* Whether the tensor-core kernel takes this forward call (f16/bf16, head_dim a multiple of 8
  * up to 128, 16-byte aligned rows, kernel built); fills *out when it does. */
 int fc_attn_mma_pick(const fc_cl_context *ctx, const fc_attention_desc *d,

@@ -13,6 +13,7 @@
  * two ring slots of K and V, 64 keys at 64 dims, 32 at 128). */
 static const int fc_mma_dim[FC_ATTN_MMA_CLASSES] = {64, 128};
 static const int fc_mma_keys[FC_ATTN_MMA_CLASSES] = {64, 32};
+static const int fc_mma_ring_keys[FC_ATTN_MMA_CLASSES] = {32, 16}; /* the _ring kernels' */
 #define FC_MMA_DEFAULT_WARPS 4
 #define FC_MMA_W2_WARPS 2 /* the _w2 kernels' (cl/attention_mma.cl) */
 
@@ -26,6 +27,15 @@ int fc_cl_attention_mma_wanted(const fc_cl_device *dev, int part)
            !fc_env_flag("FLASHCL_ATTENTION_NO_MMA");
 }
 
+/* Slots of the _ring kernels' ring: 5, or FLASHCL_ATTENTION_MMA_RING_SLOTS (3 to 5) for
+ * measurements. */
+static int ring_slots(void)
+{
+    const char *env = getenv("FLASHCL_ATTENTION_MMA_RING_SLOTS");
+    const int s = env && *env ? atoi(env) : 5;
+    return s >= 3 && s <= 5 ? s : 5;
+}
+
 /* Warps per work-group: 4, or FLASHCL_ATTENTION_MMA_WARPS (1, 2, 4 or 8) for measurements. */
 static int mma_warps(void)
 {
@@ -37,7 +47,8 @@ static int mma_warps(void)
 void fc_cl_attention_mma_options(const fc_cl_device *dev, int part, char *out, size_t out_size)
 {
     (void)dev, (void)part;
-    snprintf(out, out_size, "-DFC_SG_NV_PTX -DFC_MMA_WARPS=%d", mma_warps());
+    snprintf(out, out_size, "-DFC_SG_NV_PTX -DFC_MMA_WARPS=%d -DFC_MMA_RING_SLOTS=%d",
+             mma_warps(), ring_slots());
 }
 
 flashcl_status fc_cl_attention_mma_create_kernels(fc_cl_context *ctx, cl_program program,
@@ -50,15 +61,17 @@ flashcl_status fc_cl_attention_mma_create_kernels(fc_cl_context *ctx, cl_program
     ak->mma_warps = mma_warps();
     for (c = 0; c < FC_ATTN_MMA_CLASSES; c++)
         for (dt = 0; dt < 2; dt++) {
-            int w2;
-            for (w2 = 0; w2 < 2; w2++) {
+            static const char *const form[3] = {"", "_w2", "_ring"}; /* the last two: 2 warps */
+            int f;
+            for (f = 0; f < 3; f++) {
                 char name[64];
                 size_t max_wg = 0;
-                cl_kernel *k = w2 ? &ak->mma_w2[c][dt] : &ak->mma[c][dt];
-                const int warps = w2 ? FC_MMA_W2_WARPS : ak->mma_warps;
+                cl_kernel *k = f == 2 ? &ak->mma_ring[c][dt] : f ? &ak->mma_w2[c][dt]
+                                                                  : &ak->mma[c][dt];
+                const int warps = f ? FC_MMA_W2_WARPS : ak->mma_warps;
                 flashcl_status st;
                 snprintf(name, sizeof name, "fc_attn_mma_d%d_%s%s", fc_mma_dim[c], dt_name[dt],
-                         w2 ? "_w2" : "");
+                         form[f]);
                 st = fc_attn_create_kernel(ctx, program, name, k, &max_wg);
                 if (st != FLASHCL_SUCCESS) return st;
                 /* Too many registers for the work-group: the tiled kernel takes these calls
@@ -80,8 +93,10 @@ void fc_cl_attention_mma_release_kernels(fc_cl_context *ctx, int part)
         for (dt = 0; dt < 2; dt++) {
             if (ctx->attention.mma[c][dt]) clReleaseKernel(ctx->attention.mma[c][dt]);
             if (ctx->attention.mma_w2[c][dt]) clReleaseKernel(ctx->attention.mma_w2[c][dt]);
+            if (ctx->attention.mma_ring[c][dt]) clReleaseKernel(ctx->attention.mma_ring[c][dt]);
             ctx->attention.mma[c][dt] = NULL;
             ctx->attention.mma_w2[c][dt] = NULL;
+            ctx->attention.mma_ring[c][dt] = NULL;
         }
 }
 
@@ -105,5 +120,8 @@ int fc_attn_mma_pick(const fc_cl_context *ctx, const fc_attention_desc *d, fc_at
     out->wg = (size_t)(32 * warps);
     out->rows = 16 * warps;
     out->keys = fc_mma_keys[c];
+    /* FLASHCL_ATTENTION_NO_RING=1 keeps the two-slot kernel (A/B runs). */
+    out->ring = w2 && !fc_env_flag("FLASHCL_ATTENTION_NO_RING") ? ak->mma_ring[c][dt] : NULL;
+    out->ring_keys = fc_mma_ring_keys[c];
     return 1;
 }

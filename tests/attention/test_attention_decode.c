@@ -2,8 +2,8 @@
  * 65536 with FLASHCL_TEST_LARGE=1), GQA/MQA groups, every dtype, lse on and off. The library
  * picks the key-parallel decode kernel and split-KV for these on its own; the same shapes also
  * run with the split count forced (FLASHCL_ATTENTION_SPLITS), including more splits than key
- * tiles, and a few on the tiled decode kernel (FLASHCL_ATTENTION_DECODE_LEGACY) and with the
- * GPUs' geometry. */
+ * tiles and few enough that work-groups walk long key ranges, and a few on the tiled decode
+ * kernel (FLASHCL_ATTENTION_DECODE_LEGACY) and with the GPUs' geometry. */
 #include "attention_check.h"
 
 #include <stdio.h>
@@ -79,6 +79,45 @@ static void test_causal_more_queries_than_keys(void **state)
             ta_check(g_ctx, &c, seed++);
             unsetenv("FLASHCL_ATTENTION_SPLITS");
         }
+}
+
+/* Few splits, so that work-groups walk 512 keys or more: on NVIDIA OpenCL the two-warp
+ * tensor-core kernel with the deeper ring (cl/attention_mma.cl, _ring), here and on the CUDA
+ * backend whichever kernel the device takes. Key counts off the ring's blocks, a window that
+ * leaves fewer visible blocks than the ring copies ahead, causal rows, softcap, MHA, lse, both
+ * 16-bit dtypes and both head-dim classes; FLASHCL_ATTENTION_NO_RING=1 runs one case on the
+ * two-slot kernel against the same reference. */
+static void test_decode_long_ranges(void **state)
+{
+    (void)state;
+    /* {B, Sq, Sk, Hq, Hkv, D} */
+    static const int64_t shapes[][6] = {
+        {1, 1, 3001, 8, 1, 128}, {2, 2, 1537, 8, 4, 64}, {1, 4, 2049, 4, 1, 128},
+        {1, 1, 777, 16, 16, 128}, {1, 3, 1100, 8, 2, 96}, {3, 1, 2000, 6, 3, 64},
+    };
+    static const char *const splits[] = {"1", "2"};
+    uint64_t seed = tu_base_seed() + 900;
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        for (int sp = 0; sp < 2; sp++) {
+            const int64_t *s = shapes[i];
+            ta_case c = decode_case(i % 2 ? FLASHCL_BF16 : FLASHCL_F16, s[0], s[1], s[2], s[3],
+                                    s[4], s[5]);
+            c.params.causal = (int)((i + (size_t)sp) % 2);
+            c.params.window_left = i == 1 && sp == 0 ? 40 : -1; /* 2-3 blocks of 32 visible */
+            c.params.softcap = i == 2 ? 8.0f : 0.0f;
+            c.lse_mode = (int)((i + (size_t)sp) % 3);
+            c.kv_layout = (ta_layout)(i % 4);
+            setenv("FLASHCL_ATTENTION_SPLITS", splits[sp], 1);
+            ta_check(g_ctx, &c, seed++);
+        }
+    {
+        ta_case c = decode_case(FLASHCL_F16, 1, 1, 3001, 8, 1, 128);
+        setenv("FLASHCL_ATTENTION_NO_RING", "1", 1);
+        setenv("FLASHCL_ATTENTION_SPLITS", "2", 1);
+        ta_check(g_ctx, &c, seed++);
+        unsetenv("FLASHCL_ATTENTION_NO_RING");
+    }
+    unsetenv("FLASHCL_ATTENTION_SPLITS");
 }
 
 /* The tiled decode kernel behind FLASHCL_ATTENTION_DECODE_LEGACY=1 (the A/B reference, built
@@ -161,6 +200,7 @@ int main(void)
         cmocka_unit_test(test_decode_auto),
         cmocka_unit_test(test_decode_forced_splits),
         cmocka_unit_test(test_causal_more_queries_than_keys),
+        cmocka_unit_test(test_decode_long_ranges),
         cmocka_unit_test(test_decode_legacy_and_gpu_geometry),
         cmocka_unit_test(test_decode_legacy_needs_it_at_creation),
     };
