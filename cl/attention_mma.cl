@@ -454,11 +454,11 @@ FC_MMA_KERNEL(fc_attn_mma_d128_f16_w2, FC_ATTN_F16, 128, 32, 2)
 FC_MMA_KERNEL(fc_attn_mma_d128_bf16_w2, FC_ATTN_BF16, 128, 32, 2)
 /* Two warps with a ring of FC_MMA_RING_SLOTS slots of half the keys (16 at DP 128, 32 at 64):
  * SLOTS - 1 blocks' copies in flight instead of one, Q straight into registers so that no
- * local memory waits for it. The host takes them where a work-group walks 512 keys or more.
- * H200, NVIDIA OpenCL, f16 B1 Hq32 Hkv4 Sq1 Sk65536 D128 ms against the two-slot kernel in the
- * same call: see bench/results/2026-11-27-session26.md. */
+ * local memory waits for it. The host takes them where a work-group walks 512 keys or more,
+ * and sets the slots (src/opencl/attention_mma.c). Measured against the two-slot kernel in
+ * bench/results/2026-11-27-session26.md. */
 #ifndef FC_MMA_RING_SLOTS
-#define FC_MMA_RING_SLOTS 5
+#define FC_MMA_RING_SLOTS 4
 #endif
 #if FC_MMA_RING_SLOTS < 3 || FC_MMA_RING_SLOTS > 5
 #error "FC_MMA_RING_SLOTS: 3 to 5 (cp.async.wait_group counts up to 3; 48 KiB of local memory)"

@@ -27,13 +27,15 @@ int fc_cl_attention_mma_wanted(const fc_cl_device *dev, int part)
            !fc_env_flag("FLASHCL_ATTENTION_NO_MMA");
 }
 
-/* Slots of the _ring kernels' ring: 5, or FLASHCL_ATTENTION_MMA_RING_SLOTS (3 to 5) for
- * measurements. */
+/* Slots of the _ring kernels' ring: 4, or FLASHCL_ATTENTION_MMA_RING_SLOTS (3 to 5) for
+ * measurements. 4 is the depth measured on an H200 (7-9 % over the two-slot kernel on long
+ * decode); on an H100, 3 is 1-3 % faster than 4 and 5 (bench/results/2026-11-27-session26.md). */
+#define FC_MMA_RING_DEFAULT_SLOTS 4
 static int ring_slots(void)
 {
     const char *env = getenv("FLASHCL_ATTENTION_MMA_RING_SLOTS");
-    const int s = env && *env ? atoi(env) : 5;
-    return s >= 3 && s <= 5 ? s : 5;
+    const int s = env && *env ? atoi(env) : FC_MMA_RING_DEFAULT_SLOTS;
+    return s >= 3 && s <= 5 ? s : FC_MMA_RING_DEFAULT_SLOTS;
 }
 
 /* Warps per work-group: 4, or FLASHCL_ATTENTION_MMA_WARPS (1, 2, 4 or 8) for measurements. */
