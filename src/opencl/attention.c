@@ -305,19 +305,20 @@ typedef struct fc_attn_launch {
     cl_kernel kernel;
 } fc_attn_launch;
 
-/* The number of key splits and keys per split: enough work-groups for per_cu a compute unit
- * (at least, or with `floor` at most: a kernel that streams near a compute unit's share of the
- * bandwidth is set back by a compute unit holding one group more than the others), each split
- * at least min_blocks blocks of bn keys, the partials within the scratch cap, and never fewer
- * than `need`. */
+/* The number of key splits and keys per split: work-groups for per_cu a compute unit, the
+ * split count rounded up, or with `at_most` down (a kernel that streams near a compute unit's
+ * share of the bandwidth is set back by a compute unit holding one group more than the others);
+ * each split at least min_blocks blocks of bn keys, the partials within the scratch cap, and
+ * never fewer than `need` splits. */
 static void plan_splits(const fc_cl_context *ctx, const fc_attention_desc *d, fc_attn_launch *p,
                         int64_t bn, int64_t min_blocks, int64_t split_cap, int64_t need,
-                        int floor)
+                        int at_most)
 {
     const int64_t base = d->batch * d->heads_kv * p->ntiles;
     const int64_t target = (int64_t)ctx->dev.compute_units * p->per_cu;
     const int64_t max_split = (d->seqlen_k + min_blocks * bn - 1) / (min_blocks * bn);
-    int64_t nsplit = base * 2 <= target ? (floor ? target / base : (target + base - 1) / base) : 1;
+    int64_t nsplit =
+        base * 2 <= target ? (at_most ? target / base : (target + base - 1) / base) : 1;
     int64_t kps;
     if (nsplit > split_cap) nsplit = split_cap; /* the kernel's own bound, not a forced count's */
     nsplit = fc_env_long("FLASHCL_ATTENTION_SPLITS", nsplit);
