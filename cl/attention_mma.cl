@@ -139,6 +139,17 @@ FC_INLINE void fc_mma_load_rows(__local ushort *tile, __global const uchar *base
     }
 }
 
+/* Copies block j0's K and V rows into one ring slot: K, then V KEYS rows on. */
+FC_INLINE void fc_mma_load_block(__local ushort *slot, __global const uchar *k,
+                                 __global const uchar *v, ulong k_head, ulong v_head,
+                                 long k_step, long v_step, int j0, int ke, int D, int lid,
+                                 const int DP, const int KEYS, const int THREADS)
+{
+    fc_mma_load_rows(slot, k, k_head, k_step, j0, ke, D, lid, DP, KEYS, THREADS);
+    fc_mma_load_rows(slot + KEYS * FC_MMA_STRIDE(DP), v, v_head, v_step, j0, ke, D, lid, DP,
+                     KEYS, THREADS);
+}
+
 FC_INLINE void fc_mma_forward(__global const uchar *q, __global const uchar *k,
                               __global const uchar *v, __global uchar *o, __global float *lse,
                               long4 qs, long4 ks, long4 vs, long4 os, long4 ls, int4 dims,
@@ -217,13 +228,9 @@ FC_INLINE void fc_mma_forward(__global const uchar *q, __global const uchar *k,
         }
 #pragma unroll
         for (int i = 0; i < SLOTS - 1; i++) {
-            if (last_block - i >= first_block) {
-                const int j0 = (last_block - i) * KEYS;
-                fc_mma_load_rows(smem + i * SLOT, k, k_head, ks.y, j0, ke, D, lid, DP, KEYS,
-                                 THREADS);
-                fc_mma_load_rows(smem + i * SLOT + KEYS * STRIDE, v, v_head, vs.y, j0, ke, D, lid,
-                                 DP, KEYS, THREADS);
-            }
+            if (last_block - i >= first_block)
+                fc_mma_load_block(smem + i * SLOT, k, v, k_head, v_head, ks.y, vs.y,
+                                  (last_block - i) * KEYS, ke, D, lid, DP, KEYS, THREADS);
             fc_mma_cp_commit();
         }
     } else if (last_block >= first_block) {
@@ -244,10 +251,8 @@ FC_INLINE void fc_mma_forward(__global const uchar *q, __global const uchar *k,
 #pragma unroll
         for (int kk = 0; kk < KD; kk++) qa[kk] = fc_mma_ldmatrix(q_frag + kk * 32);
         barrier(CLK_LOCAL_MEM_FENCE); /* every warp holds its Q: the ring may overwrite it */
-        fc_mma_load_rows(smem, k, k_head, ks.y, last_block * KEYS, ke, D, lid, DP, KEYS,
-                         THREADS);
-        fc_mma_load_rows(smem + KEYS * STRIDE, v, v_head, vs.y, last_block * KEYS, ke, D, lid,
-                         DP, KEYS, THREADS);
+        fc_mma_load_block(smem, k, v, k_head, v_head, ks.y, vs.y, last_block * KEYS, ke, D,
+                          lid, DP, KEYS, THREADS);
         fc_mma_cp_commit();
     }
 
@@ -266,23 +271,17 @@ FC_INLINE void fc_mma_forward(__global const uchar *q, __global const uchar *k,
              * when empty, so that the count stays exact. */
             fc_mma_cp_wait(SLOTS - 2);
             barrier(CLK_LOCAL_MEM_FENCE);
-            if (blk - (SLOTS - 1) >= first_block) {
-                const int ahead = n0 - (SLOTS - 1) * KEYS;
-                __local ushort *next = smem + (slot == 0 ? SLOTS - 1 : slot - 1) * SLOT;
-                fc_mma_load_rows(next, k, k_head, ks.y, ahead, ke, D, lid, DP, KEYS, THREADS);
-                fc_mma_load_rows(next + KEYS * STRIDE, v, v_head, vs.y, ahead, ke, D, lid, DP,
-                                 KEYS, THREADS);
-            }
+            if (blk - (SLOTS - 1) >= first_block)
+                fc_mma_load_block(smem + (slot == 0 ? SLOTS - 1 : slot - 1) * SLOT, k, v, k_head,
+                                  v_head, ks.y, vs.y, n0 - (SLOTS - 1) * KEYS, ke, D, lid, DP,
+                                  KEYS, THREADS);
             fc_mma_cp_commit();
         } else {
             fc_mma_cp_wait_all();         /* this thread's copies of K/V(blk) have landed */
             barrier(CLK_LOCAL_MEM_FENCE); /* ... everyone's, and the other slot is free */
             if (blk > first_block) {      /* the next block streams in during this one */
-                __local ushort *next = smem + (slot ^ 1) * SLOT;
-                fc_mma_load_rows(next, k, k_head, ks.y, n0 - KEYS, ke, D, lid, DP, KEYS,
-                                 THREADS);
-                fc_mma_load_rows(next + KEYS * STRIDE, v, v_head, vs.y, n0 - KEYS, ke, D, lid,
-                                 DP, KEYS, THREADS);
+                fc_mma_load_block(smem + (slot ^ 1) * SLOT, k, v, k_head, v_head, ks.y, vs.y,
+                                  n0 - KEYS, ke, D, lid, DP, KEYS, THREADS);
                 fc_mma_cp_commit();
             }
         }
