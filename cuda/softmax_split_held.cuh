@@ -497,8 +497,18 @@ FC_SOFTMAX_FOR_DTYPES(FC_SPLIT_HELD_PIPELINED_KERNEL, 0)
 FC_SPLIT_HELD_WIDE_KERNEL(f16, FC_F16)
 FC_SPLIT_HELD_WIDE_KERNEL(bf16, FC_BF16)
 /* The narrow one-ticket kernel for aligned f32 rows: blocks of NARROW_THREADS holding slices of
- * 4096 columns as floats (softmax_plan.c, fc_cuda_pick_held). */
+ * 4096 columns as floats (softmax_plan.c, fc_cuda_pick_held); for 16-bit inputs, slices of 8192
+ * columns as their bits, as the OpenCL backend's cooperative bits kernel holds them
+ * (cl/softmax_cooperative_bits.cl: 128 work-items x 64, 1024x131072 f16 at 0.143 ms on an H200
+ * against this backend's 0.158 in 256-thread blocks). */
 FC_SPLIT_HELD_ENTRY(split_held_narrow, f32, FC_SOFTMAX_SPLIT_HELD_NARROW_THREADS,
                     FC_SOFTMAX_SPLIT_HELD_NARROW_BLOCKS_PER_SM, softmax_split_held,
                     held_floats<FC_F32, FC_SOFTMAX_SPLIT_HELD_NARROW_THREADS,
                                 FC_SOFTMAX_SPLIT_HELD_ITEMS>)
+#define FC_SPLIT_HELD_NARROW_BITS_KERNEL(dt_name, DT)                                          \
+    FC_SPLIT_HELD_ENTRY(split_held_narrow, dt_name, FC_SOFTMAX_SPLIT_HELD_NARROW_THREADS,       \
+                        FC_SOFTMAX_SPLIT_HELD_NARROW_BLOCKS_PER_SM, softmax_split_held,         \
+                        held_bits<DT, FC_SOFTMAX_SPLIT_HELD_NARROW_THREADS,                     \
+                                  FC_SOFTMAX_SPLIT_HELD_BITS_ITEMS>)
+FC_SPLIT_HELD_NARROW_BITS_KERNEL(f16, FC_F16)
+FC_SPLIT_HELD_NARROW_BITS_KERNEL(bf16, FC_BF16)

@@ -158,7 +158,7 @@ static flashcl_status get_softmax_kernels(fc_cuda_context *ctx, int dt) {
     FC_GET_(softmax_split_held_shifted, "fc_softmax_split_held_shifted")
     if (dt != FLASHCL_F32) FC_GET_(softmax_split_held_bits, "fc_softmax_split_held_bits")
     FC_GET_(softmax_split_held_pipelined, "fc_softmax_split_held_pipelined")
-    if (dt == FLASHCL_F32) FC_GET_(softmax_split_held_narrow, "fc_softmax_split_held_narrow")
+    FC_GET_(softmax_split_held_narrow, "fc_softmax_split_held_narrow")
     if (dt != FLASHCL_F32) FC_GET_(softmax_split_held_wide, "fc_softmax_split_held_wide")
 #undef FC_GET_
     if (st == FLASHCL_SUCCESS) st = size_resident_kernel(ctx, dt);

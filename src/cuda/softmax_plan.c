@@ -66,6 +66,8 @@
     ((int64_t)FC_SOFTMAX_SPLIT_HELD_WIDE_THREADS * FC_SOFTMAX_SPLIT_HELD_BITS_ITEMS)
 #define FC_SPLIT_HELD_NARROW_SLICE \
     ((int64_t)FC_SOFTMAX_SPLIT_HELD_NARROW_THREADS * FC_SOFTMAX_SPLIT_HELD_ITEMS)
+#define FC_SPLIT_HELD_NARROW_BITS_SLICE \
+    ((int64_t)FC_SOFTMAX_SPLIT_HELD_NARROW_THREADS * FC_SOFTMAX_SPLIT_HELD_BITS_ITEMS)
 
 const fc_cuda_row_config fc_cuda_row_configs[FC_ROW_CONFIG_COUNT] = {
 #define FC_ROW_CONFIG_ROW_(name, group, items, block) {group, items, block},
@@ -256,6 +258,22 @@ fc_cuda_held_kernels fc_cuda_pick_held(const fc_cuda_context *ctx, const fc_soft
         h.slice_cols = bits_slice;
         h.blocks_per_sm = k->softmax_split_held_pipelined_blocks_per_sm[dt];
         h.pipelined = 1;
+    } else if (bits && !f32 && k->softmax_split_held_narrow[dt] &&
+               !fc_env_flag("FLASHCL_CUDA_SOFTMAX_NO_NARROW") &&
+               (fc_env_flag("FLASHCL_CUDA_SOFTMAX_NARROW_BITS") ||
+                (d->cols % FC_SPLIT_HELD_BITS_SLICE > 0 &&
+                 d->cols % FC_SPLIT_HELD_BITS_SLICE <= FC_SPLIT_HELD_NARROW_BITS_SLICE))) {
+        /* 16-bit rows whose last 16384-column slice would be at most half full, in blocks of 128
+         * holding slices of 8192 as their bits: the same columns in fewer idle threads. f16 ms
+         * against the 256-thread blocks, same call: 4096x40000 0.1867 against 0.2019 on an H200,
+         * 0.2335 against 0.2452 on an H100. Where both fill their slices alike (1024x131072,
+         * 2048x65536, 4096x32768) the narrow blocks were level to 1 % slower, so they keep the
+         * wide ones (bench/results/2026-11-27-session27.md; FLASHCL_CUDA_SOFTMAX_NARROW_BITS=1
+         * takes the narrow blocks for every 16-bit row, NO_NARROW=1 never). */
+        h.kernel = k->softmax_split_held_narrow[dt];
+        h.slice_cols = FC_SPLIT_HELD_NARROW_BITS_SLICE;
+        h.blocks_per_sm = k->softmax_split_held_narrow_blocks_per_sm[dt];
+        h.threads = FC_SOFTMAX_SPLIT_HELD_NARROW_THREADS;
     } else if (bits && !f32) {
         h = held_bits_one_ticket(ctx, d, 0);
     } else if (!a->x_vec_ok && !fc_env_flag("FLASHCL_CUDA_SOFTMAX_NO_SHIFT")) {

@@ -306,15 +306,17 @@ static void test_softmax_on_wrapped_memory(void **state) {
  * after the host cleared it (FLASHCL_CUDA_SOFTMAX_HOST_CLEAR=1, src/cuda/split_state.c) must
  * give the same bits, special rows, log-softmax, negative scales and row tails included, for
  * each kernel: the one AUTO takes (for aligned f32 rows of few slices the narrow one, 4096
- * columns a slice), the one-ticket f32-held one in blocks of 256
- * (FLASHCL_CUDA_SOFTMAX_NO_HELD_BITS=1 and FLASHCL_CUDA_SOFTMAX_NO_NARROW=1; also what rows
- * whose length is not a multiple of a 16-byte vector get) and the pipelined one
+ * columns a slice; for 16-bit rows whose last slice of 16384 would be at most half full, 40000
+ * and 49160 columns here, the narrow one holding 8192 as bits), the one-ticket f32-held one in
+ * blocks of 256 (FLASHCL_CUDA_SOFTMAX_NO_HELD_BITS=1 and FLASHCL_CUDA_SOFTMAX_NO_NARROW=1; also
+ * what rows whose length is not a multiple of a 16-byte vector get), the one-ticket bits-held
+ * one in blocks of 256 (NO_NARROW=1) and the pipelined one
  * (FLASHCL_CUDA_SOFTMAX_PIPELINE_SLICES=1), on launches of fewer slices than its grid holds and
  * of more (its blocks then take several tickets each). Each is checked against host_ref. The
  * pipelined kernel computes the one-ticket kernels' expressions over the same slices, so it
- * must match them bit for bit: the f32-held one for f32 inputs, the bits-held one (AUTO's for
- * rows of few slices) for 16-bit ones. The two holders of 16-bit inputs sum over different
- * trees, so those two may differ in the last bits. Rows of more slices than SMs take only the
+ * must match them bit for bit: the f32-held one for f32 inputs, the bits-held one in blocks of
+ * 256 for 16-bit ones. Holders of 16-bit inputs over other slices sum over different trees, so
+ * they may differ from it in the last bits. Rows of more slices than SMs take only the
  * pipelined kernel (cooperatively) and are checked against host_ref alone. */
 static void test_split_held_kernels_agree(void **state) {
     static const struct {
@@ -374,20 +376,18 @@ static void test_split_held_kernels_agree(void **state) {
         snprintf(what, sizeof what, "%s->%s %lldx%lld scale %g%s", host_ref_dtype_name(xt),
                  host_ref_dtype_name(yt), (long long)rows, (long long)cols,
                  (double)shapes[s].scale, shapes[s].log ? " log" : "");
-        /* kernel 0: AUTO's, 1: f32-held (256), 2: pipelined; clear 0: by the kernels, 1: the
-         * host */
-        for (int pass = 0; pass < 6; pass++) {
+        /* kernel 0: AUTO's, 1: f32-held (256), 2: bits-held (256), 3: pipelined; clear 0: by
+         * the kernels, 1: the host */
+        for (int pass = 0; pass < 8; pass++) {
             const int kernel = pass / 2, host_clears = pass % 2;
-            static const char *const names[] = {"AUTO's", "f32-held", "pipelined"};
+            static const char *const names[] = {"AUTO's", "f32-held", "bits-held", "pipelined"};
             unsigned char *out = host_clears ? y_host : y_first;
             memset(out, 0x5a, y_bytes);
             assert_int_equal(flashcl_buffer_write(yb, 0, out, y_bytes), FLASHCL_SUCCESS); /* poison */
             if (host_clears) setenv("FLASHCL_CUDA_SOFTMAX_HOST_CLEAR", "1", 1);
-            if (kernel == 1) {
-                setenv("FLASHCL_CUDA_SOFTMAX_NO_HELD_BITS", "1", 1);
-                setenv("FLASHCL_CUDA_SOFTMAX_NO_NARROW", "1", 1);
-            }
-            if (kernel == 2) setenv("FLASHCL_CUDA_SOFTMAX_PIPELINE_SLICES", "1", 1);
+            if (kernel == 1) setenv("FLASHCL_CUDA_SOFTMAX_NO_HELD_BITS", "1", 1);
+            if (kernel == 1 || kernel == 2) setenv("FLASHCL_CUDA_SOFTMAX_NO_NARROW", "1", 1);
+            if (kernel == 3) setenv("FLASHCL_CUDA_SOFTMAX_PIPELINE_SLICES", "1", 1);
             if (flashcl_softmax(g_ctx, &params, &x, &y) != FLASHCL_SUCCESS)
                 fail_msg("flashcl_softmax: %s", flashcl_last_error());
             unsetenv("FLASHCL_CUDA_SOFTMAX_HOST_CLEAR");
@@ -401,11 +401,11 @@ static void test_split_held_kernels_agree(void **state) {
                          "clearing (%s)", what, names[kernel]);
             check_rows(xt, x_host, yt, y_first, rows, cols, cols, 0, 0, shapes[s].scale,
                        shapes[s].log, what);
-            /* the one-ticket kernel of the pipelined one's holder: AUTO's for 16-bit inputs
-             * (bits held where the rows allow, else f32-held as the pipelined one falls back
-             * to), f32-held for f32 ones */
-            if (kernel == (xt == FLASHCL_F32 ? 1 : 0)) memcpy(y_bits, y_host, y_bytes);
-            if (kernel == 2 && !shapes[s].other_plans && memcmp(y_bits, y_host, y_bytes) != 0)
+            /* the one-ticket kernel of the pipelined one's holder: bits-held in blocks of 256
+             * for 16-bit inputs (where the rows allow, else f32-held as both fall back to),
+             * f32-held for f32 ones */
+            if (kernel == (xt == FLASHCL_F32 ? 1 : 2)) memcpy(y_bits, y_host, y_bytes);
+            if (kernel == 3 && !shapes[s].other_plans && memcmp(y_bits, y_host, y_bytes) != 0)
                 fail_msg("%s: the pipelined kernel's bits differ from the one-ticket kernel's",
                          what);
         }
