@@ -27,14 +27,29 @@ int fc_cl_attention_mma_wanted(const fc_cl_device *dev, int part)
            !fc_env_flag("FLASHCL_ATTENTION_NO_MMA");
 }
 
-/* Slots of the _ring kernels' ring: 4, or FLASHCL_ATTENTION_MMA_RING_SLOTS (3 to 5) for
- * measurements. 4 is the depth measured on an H200 (7-9 % over the two-slot kernel on long
- * decode); on an H100, 3 is 1-3 % faster than 4 and 5 (bench/results/2026-11-27-session26.md). */
+/* Slots of the _ring kernels' ring: 4, 3 on the GPUs of the table below, or
+ * FLASHCL_ATTENTION_MMA_RING_SLOTS (3 to 5) for measurements. The depth that streams best
+ * depends on the memory behind the same 132 compute units, which OpenCL does not report, so
+ * measured GPUs are named, as CLBlast's tuning tables name them. f16 decode, same calls:
+ *   H200: 4 slots 7-9 % faster than the two-slot kernel on long decode, 3 slots 2-10 % slower
+ *         than 4 (bench/results/2026-11-27-session27.md, section 1);
+ *   H100 80GB HBM3: 3 slots 1-4 % faster than 4 on all 11 decode shapes measured, 2 % slower
+ *         to 1 % faster than the two-slot kernel (2026-11-27-session26.md, section 4). */
 #define FC_MMA_RING_DEFAULT_SLOTS 4
-static int ring_slots(void)
+static const struct {
+    const char *name_part; /* a substring of CL_DEVICE_NAME */
+    int slots;
+} fc_mma_ring_slots_by_name[] = {{"H100", 3}};
+
+static int ring_slots(const fc_cl_device *dev)
 {
     const char *env = getenv("FLASHCL_ATTENTION_MMA_RING_SLOTS");
-    const int s = env && *env ? atoi(env) : FC_MMA_RING_DEFAULT_SLOTS;
+    int s = FC_MMA_RING_DEFAULT_SLOTS;
+    size_t i;
+    for (i = 0; i < sizeof fc_mma_ring_slots_by_name / sizeof fc_mma_ring_slots_by_name[0]; i++)
+        if (strstr(dev->info.name, fc_mma_ring_slots_by_name[i].name_part))
+            s = fc_mma_ring_slots_by_name[i].slots;
+    if (env && *env) s = atoi(env);
     return s >= 3 && s <= 5 ? s : FC_MMA_RING_DEFAULT_SLOTS;
 }
 
@@ -48,9 +63,9 @@ static int mma_warps(void)
 
 void fc_cl_attention_mma_options(const fc_cl_device *dev, int part, char *out, size_t out_size)
 {
-    (void)dev, (void)part;
+    (void)part;
     snprintf(out, out_size, "-DFC_SG_NV_PTX -DFC_MMA_WARPS=%d -DFC_MMA_RING_SLOTS=%d",
-             mma_warps(), ring_slots());
+             mma_warps(), ring_slots(dev));
 }
 
 flashcl_status fc_cl_attention_mma_create_kernels(fc_cl_context *ctx, cl_program program,
