@@ -445,8 +445,10 @@ static flashcl_status plan_forward(fc_cl_context *ctx, const fc_attention_desc *
     /* The two-warp kernel with a deeper ring where its work-groups walk enough keys to fill it
      * (NVIDIA only, where no driver loop limit applies). f16 decode, ms against the two-slot
      * kernel in the same call: H200 B1 Hq32 Hkv4 Sk65536 D128 0.0453 against 0.0485, B8
-     * Sk8192 0.0447 against 0.0479; H100 level on those, 1-4 % slower on calls with 32 kv
-     * heads (bench/results/2026-11-27-session26.md). */
+     * Sk8192 0.0447 against 0.0479; H100, with the 3 slots it takes there (attention_mma.c),
+     * 3 % slower to 2 % faster: B1 Sk65536 0.0590 against 0.0575, B8 Sk8192 0.0571 against
+     * 0.0585, Hq32 Hkv32 Sk16384 0.0998 against 0.1015 (bench/results/2026-11-27-session26.md,
+     * section 4). */
     if (use_mma && mma.ring && ctx->dev.loop_limit == 0) {
         fc_attn_launch r = *p;
         plan_splits(ctx, d, &r, mma.ring_keys, min_blocks, split_cap, need, 1);
