@@ -408,12 +408,15 @@ static void test_interop_adopt(void **state)
     assert_int_equal(flashcl_buffer_read(yb, 0, y, bytes), FLASHCL_SUCCESS);
     check_f32_softmax(x2, y, rows, cols);
 
-    /* releasing flashcl's references leaves the user's objects alive */
+    /* releasing flashcl's references leaves the user's objects alive. A driver may hold one
+     * of its own while a kernel of the context still has the buffer as an argument (Rusticl
+     * does, until the kernel is released): exactly 1 once the context is gone. */
     flashcl_buffer_destroy(xb);
-    assert_int_equal(refcount_mem(xm), 1);
+    assert_in_range(refcount_mem(xm), 1, 2);
     /* yb is left for flashcl_context_destroy to release */
     flashcl_context_destroy(fc);
     assert_int_equal(clFinish(u.queue), CL_SUCCESS);
+    assert_int_equal(refcount_mem(xm), 1);
     assert_int_equal(refcount_mem(ym), 1);
     /* reference counts of the context and queue: flashcl's own references are gone (the
      * driver's internal ones, e.g. for completed commands, may linger: at most that many) */
