@@ -240,6 +240,21 @@ static fc_cuda_held_kernels held_bits_one_ticket(const fc_cuda_context *ctx,
     return h;
 }
 
+/* The narrow one-ticket kernel: blocks of FC_SOFTMAX_SPLIT_HELD_NARROW_THREADS holding aligned
+ * f32 rows as floats (slices of 4096 columns) or 16-bit rows as their bits (slices of 8192). */
+static fc_cuda_held_kernels held_narrow(const fc_cuda_context *ctx, const fc_softmax_desc *d) {
+    const fc_cuda_kernels *k = &ctx->kernels;
+    const int dt = (int)d->x_dtype;
+    fc_cuda_held_kernels h;
+    memset(&h, 0, sizeof h);
+    h.kernel = k->softmax_split_held_narrow[dt];
+    h.slice_cols = d->x_dtype == FLASHCL_F32 ? FC_SPLIT_HELD_NARROW_SLICE
+                                             : FC_SPLIT_HELD_NARROW_BITS_SLICE;
+    h.blocks_per_sm = k->softmax_split_held_narrow_blocks_per_sm[dt];
+    h.threads = FC_SOFTMAX_SPLIT_HELD_NARROW_THREADS;
+    return h;
+}
+
 fc_cuda_held_kernels fc_cuda_pick_held(const fc_cuda_context *ctx, const fc_softmax_desc *d,
                               const fc_softmax_args *a) {
     const fc_cuda_kernels *k = &ctx->kernels;
@@ -270,10 +285,7 @@ fc_cuda_held_kernels fc_cuda_pick_held(const fc_cuda_context *ctx, const fc_soft
          * 2048x65536, 4096x32768) the narrow blocks were level to 1 % slower, so they keep the
          * wide ones (bench/results/2026-11-27-session27.md; FLASHCL_CUDA_SOFTMAX_NARROW_BITS=1
          * takes the narrow blocks for every 16-bit row, NO_NARROW=1 never). */
-        h.kernel = k->softmax_split_held_narrow[dt];
-        h.slice_cols = FC_SPLIT_HELD_NARROW_BITS_SLICE;
-        h.blocks_per_sm = k->softmax_split_held_narrow_blocks_per_sm[dt];
-        h.threads = FC_SOFTMAX_SPLIT_HELD_NARROW_THREADS;
+        h = held_narrow(ctx, d);
     } else if (bits && !f32) {
         h = held_bits_one_ticket(ctx, d, 0);
     } else if (!a->x_vec_ok && !fc_env_flag("FLASHCL_CUDA_SOFTMAX_NO_SHIFT")) {
@@ -298,10 +310,7 @@ fc_cuda_held_kernels fc_cuda_pick_held(const fc_cuda_context *ctx, const fc_soft
          * (bench/results/2026-11-26-h200-s21-cuda-narrow-held.txt); on an H100 within 0.7 %
          * either way (256x131072 2.4 % faster), and blocks of 64 were 2-9 % slower there
          * (bench/results/2026-11-26-h100-s21-cuda-narrow-held.txt). */
-        h.kernel = k->softmax_split_held_narrow[dt];
-        h.slice_cols = FC_SPLIT_HELD_NARROW_SLICE;
-        h.blocks_per_sm = k->softmax_split_held_narrow_blocks_per_sm[dt];
-        h.threads = FC_SOFTMAX_SPLIT_HELD_NARROW_THREADS;
+        h = held_narrow(ctx, d);
     } else {
         h.kernel = k->softmax_split_held[dt];
         h.slice_cols = FC_SPLIT_HELD_SLICE;
