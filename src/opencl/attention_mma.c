@@ -44,13 +44,13 @@ static const struct {
 static int ring_slots(const fc_cl_device *dev)
 {
     const char *env = getenv("FLASHCL_ATTENTION_MMA_RING_SLOTS");
+    const int forced = env && *env ? atoi(env) : 0;
     int s = FC_MMA_RING_DEFAULT_SLOTS;
     size_t i;
     for (i = 0; i < sizeof fc_mma_ring_slots_by_name / sizeof fc_mma_ring_slots_by_name[0]; i++)
         if (strstr(dev->info.name, fc_mma_ring_slots_by_name[i].name_part))
             s = fc_mma_ring_slots_by_name[i].slots;
-    if (env && *env) s = atoi(env);
-    return s >= 3 && s <= 5 ? s : FC_MMA_RING_DEFAULT_SLOTS;
+    return forced >= 3 && forced <= 5 ? forced : s; /* else this GPU's default */
 }
 
 /* Warps per work-group: 4, or FLASHCL_ATTENTION_MMA_WARPS (1, 2, 4 or 8) for measurements. */
