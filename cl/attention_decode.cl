@@ -23,8 +23,11 @@
  * stay relative to one running max and merge by plain addition.
  *
  * Geometry: (WG, RT, KB) per padded head-dim class: WG work-items, RT query rows per work-group
- * (a multiple of 4), KB keys per block for 16-bit storage; f32 blocks hold KB / 2 keys, so that a
- * block is the same bytes and registers in every dtype. WG, RT, KB powers of two with BK <= WG
+ * (a multiple of 4), KB keys per block for 16-bit storage. f32 blocks over heads wider than 64
+ * hold KB / 2 keys, so that their K takes the registers of a 16-bit block at 128; at 64 and
+ * below they hold KB, the same registers again, twice the bytes in flight (H200 f32 D64 decode
+ * B1 Hq32 Hkv4 Sk65536: 0.0599 ms against 0.0703 with KB / 2; D128 blocks of KB keys ran slower,
+ * 0.161 against 0.107). WG, RT, KB powers of two with BK <= WG
  * (the host checks the rest, see src/opencl/attention_decode.c). A tuple whose WG is 0 disables
  * the kernel. */
 
@@ -45,12 +48,15 @@
 #define FC_ATTN_KKB_OF(t) FC_ATTN_KPICK2_ t
 #define FC_ATTN_KWG1_OF(t) FC_ATTN_MAX2(FC_ATTN_KWG_OF(t), 1)
 
+/* Keys per block (the geometry note above). */
+#define FC_ATTN_KBK(DT, KB, DP) ((DT) == FC_ATTN_F32 && (DP) > 64 ? (KB) / 2 : (KB))
+
 /* float4 columns of O per work-item in step 4: one up to a 128-wide head, then two. */
 #define FC_ATTN_KVD4(DP) ((DP) >= 256 ? 2 : 1)
 
-/* Register bounds over this build's tuples (an f32 block has the same bytes as a 16-bit one):
+/* Register bounds over this build's tuples (f32 K at a head dim of 64: four elements a vector):
  * K slots (16-byte vectors), V slots (float4 columns), rows, softmax keys per work-item. */
-#define FC_ATTN_KSL_F(dp, t) (((FC_ATTN_KKB_OF(t) * (dp)) / 8 + FC_ATTN_KWG1_OF(t) - 1) / FC_ATTN_KWG1_OF(t))
+#define FC_ATTN_KSL_F(dp, t) (((FC_ATTN_KKB_OF(t) * (dp)) / ((dp) > 64 ? 8 : 4) + FC_ATTN_KWG1_OF(t) - 1) / FC_ATTN_KWG1_OF(t))
 #define FC_ATTN_KVSL_F(dp, t) (((FC_ATTN_KKB_OF(t) * (dp)) / 4 + FC_ATTN_KWG1_OF(t) - 1) / FC_ATTN_KWG1_OF(t))
 #define FC_ATTN_KRT_F(dp, t) FC_ATTN_KRT_OF(t)
 #define FC_ATTN_KKPI_F(dp, t) ((FC_ATTN_KKB_OF(t) * FC_ATTN_KRT_OF(t)) / FC_ATTN_KWG1_OF(t))
@@ -109,7 +115,7 @@ FC_INLINE void fc_attn_decode_keys(
     int tail, __local float4 *smem, const int DT, const int DP, const int WG, const int RT,
     const int KB)
 {
-    const int BK = DT == FC_ATTN_F32 ? KB / 2 : KB;  /* keys per block */
+    const int BK = FC_ATTN_KBK(DT, KB, DP);           /* keys per block */
     const int EPV = DT == FC_ATTN_F32 ? 4 : 8;       /* elements per 16-byte vector */
     const int DP4 = DP / 4, DPV = DP / EPV, KS4 = DP4 + 1;
     const int KH = WG / BK, DH4 = DP4 / KH;           /* step 2: parts per key, their float4s */
@@ -340,7 +346,7 @@ FC_INLINE void fc_attn_decode_keys(
 #define FC_ATTN_DECODE_KEYS_(name, DT, DP, WG, RT, KB)                                        \
     __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void name(FC_ATTN_FORWARD_PARAMS) \
     {                                                                                          \
-        __local float4 smem[FC_ATTN_KSMEM4((DT) == FC_ATTN_F32 ? (KB) / 2 : (KB), DP, WG, RT)]; \
+        __local float4 smem[FC_ATTN_KSMEM4(FC_ATTN_KBK(DT, KB, DP), DP, WG, RT)];          \
         (void)in_dtype;                                                                        \
         fc_attn_decode_keys(FC_ATTN_FORWARD_ARGS, smem, DT, DP, WG, RT, KB);                  \
     }

@@ -414,7 +414,7 @@ static flashcl_status plan_forward(fc_cl_context *ctx, const fc_attention_desc *
         p->kernel = kk;
         p->wg = (size_t)kt->work_group;
         tile_r = kt->rows;
-        bn = fc_attn_keys_block(kt, d->dtype);
+        bn = fc_attn_keys_block(kt, d->dtype, fc_attn_class_dim[p->dim_class]);
         min_blocks = 1;
     }
     p->ntiles = (int)((rows + tile_r - 1) / tile_r);

@@ -11,8 +11,9 @@
 
 /* {WG, RT, KB} per head-dim class. GPUs: four warps, a GQA group of 8 query heads (or Sq·G
  * rows up to 8) per work-group, and blocks of 16 KiB of K (64 keys of 128 16-bit dims, 32 of
- * f32): K in local memory stays under 48 KiB with one float4 of padding per key, and the next
- * block's K plus this block's V are 64 registers per work-item. D 256 halves the keys.
+ * f32; 64 keys of f32 at D 64): K in local memory stays under 48 KiB with one float4 of padding
+ * per key, and the next block's K plus this block's V are 64 registers per work-item. D 256
+ * halves the keys.
  * CPUs (PoCL; one generic kernel with the 256 class's tuple for every head dim): small groups. */
 static const fc_attn_keys_tile keys_gpu[FC_ATTN_DIM_CLASSES] = {
     {128, 8, 64}, {128, 8, 64}, {128, 8, 32}};
@@ -21,9 +22,9 @@ static const fc_attn_keys_tile keys_cpu[FC_ATTN_DIM_CLASSES] = {
 
 static int is_pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
 
-int fc_attn_keys_block(const fc_attn_keys_tile *t, flashcl_dtype dt)
+int fc_attn_keys_block(const fc_attn_keys_tile *t, flashcl_dtype dt, int dp)
 {
-    return dt == FLASHCL_F32 ? t->keys / 2 : t->keys;
+    return dt == FLASHCL_F32 && dp > 64 ? t->keys / 2 : t->keys;
 }
 
 int fc_attn_decode_legacy(void)

@@ -72,8 +72,9 @@ size_t fc_attn_keys_options(const fc_cl_device *dev, char *out, size_t out_size,
 /* The kernels of the dtypes of `part` (FC_PART_*) from `program`, and their release. */
 flashcl_status fc_attn_keys_create_kernels(fc_cl_context *ctx, cl_program program, int part);
 void fc_attn_keys_release_kernels(fc_cl_context *ctx, int part);
-/* Keys per block of a class's kernel for a dtype (f32 blocks hold half the 16-bit ones). */
-int fc_attn_keys_block(const fc_attn_keys_tile *t, flashcl_dtype dt);
+/* Keys per block of a class's kernel (padded head dim dp) for a dtype: f32 blocks over heads
+ * wider than 64 hold half the 16-bit ones. */
+int fc_attn_keys_block(const fc_attn_keys_tile *t, flashcl_dtype dt, int dp);
 /* Whether FLASHCL_ATTENTION_DECODE_LEGACY=1 asks for the tiled decode kernel instead. */
 int fc_attn_decode_legacy(void);
 
