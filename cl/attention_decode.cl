@@ -29,7 +29,9 @@
  * B1 Hq32 Hkv4 Sk65536: 0.0599 ms against 0.0703 with KB / 2; D128 blocks of KB keys ran slower,
  * 0.161 against 0.107). WG, RT, KB powers of two with BK <= WG
  * (the host checks the rest, see src/opencl/attention_decode.c). A tuple whose WG is 0 disables
- * the kernel. */
+ * the kernel. GPUs also build a four-row form (fc_attn_decode_keys4_*, tuples FC_ATTN_K4_*) for
+ * groups of at most 4 query rows: half the accumulators, fewer registers, more work-groups a
+ * compute unit. */
 
 #ifndef FC_ATTN_K64
 #define FC_ATTN_K64 (128, 8, 64)
@@ -39,6 +41,17 @@
 #endif
 #ifndef FC_ATTN_K256
 #define FC_ATTN_K256 (128, 8, 32)
+#endif
+/* The four-row form (fc_attn_decode_keys4_*): tiles of 4 rows for groups of at most 4 query rows
+ * (src/opencl/attention_decode.c); WG 0 leaves a class out. */
+#ifndef FC_ATTN_K4_64
+#define FC_ATTN_K4_64 (128, 4, 64)
+#endif
+#ifndef FC_ATTN_K4_128
+#define FC_ATTN_K4_128 (128, 4, 64)
+#endif
+#ifndef FC_ATTN_K4_256
+#define FC_ATTN_K4_256 (0, 4, 32)
 #endif
 #define FC_ATTN_KPICK0_(wg, rt, kb) wg
 #define FC_ATTN_KPICK1_(wg, rt, kb) rt
@@ -60,9 +73,14 @@
 #define FC_ATTN_KVSL_F(dp, t) (((FC_ATTN_KKB_OF(t) * (dp)) / 4 + FC_ATTN_KWG1_OF(t) - 1) / FC_ATTN_KWG1_OF(t))
 #define FC_ATTN_KRT_F(dp, t) FC_ATTN_KRT_OF(t)
 #define FC_ATTN_KKPI_F(dp, t) ((FC_ATTN_KKB_OF(t) * FC_ATTN_KRT_OF(t)) / FC_ATTN_KWG1_OF(t))
+/* (a disabled tuple, WG 0, bounds nothing: the host passes some with WG 0) */
+#define FC_ATTN_KON(F, dp, t) (FC_ATTN_KWG_OF(t) > 0 ? F(dp, t) : 1)
+#define FC_ATTN_KMAX3(F, t64, t128, t256)                                                      \
+    FC_ATTN_MAX2(FC_ATTN_KON(F, 64, t64),                                                      \
+                 FC_ATTN_MAX2(FC_ATTN_KON(F, 128, t128), FC_ATTN_KON(F, 256, t256)))
 #define FC_ATTN_KMAX(F)                                                                        \
-    FC_ATTN_MAX2(1, FC_ATTN_MAX2(F(64, FC_ATTN_K64),                                           \
-                                 FC_ATTN_MAX2(F(128, FC_ATTN_K128), F(256, FC_ATTN_K256))))
+    FC_ATTN_MAX2(FC_ATTN_KMAX3(F, FC_ATTN_K64, FC_ATTN_K128, FC_ATTN_K256),                    \
+                 FC_ATTN_KMAX3(F, FC_ATTN_K4_64, FC_ATTN_K4_128, FC_ATTN_K4_256))
 #define FC_ATTN_KSL_MAX FC_ATTN_KMAX(FC_ATTN_KSL_F)
 #define FC_ATTN_KVSL_MAX FC_ATTN_KMAX(FC_ATTN_KVSL_F)
 #define FC_ATTN_KRT_MAX FC_ATTN_KMAX(FC_ATTN_KRT_F)
@@ -372,6 +390,19 @@ FC_INLINE void fc_attn_decode_keys(
 FC_ATTN_DECODE_KEYS_ANY(FC_ATTN_K256)
 #endif
 #else
+#define FC_ATTN_DECODE_KEYS4_DTYPES(DP, t)                                                    \
+    FC_WITH_F32(FC_ATTN_DECODE_KEYS(fc_attn_decode_keys4_d##DP##_f32, FC_ATTN_F32, DP, t))    \
+    FC_WITH_F16(FC_ATTN_DECODE_KEYS(fc_attn_decode_keys4_d##DP##_f16, FC_ATTN_F16, DP, t))    \
+    FC_WITH_BF16(FC_ATTN_DECODE_KEYS(fc_attn_decode_keys4_d##DP##_bf16, FC_ATTN_BF16, DP, t))
+#if FC_ATTN_KWG_OF(FC_ATTN_K4_64) > 0
+FC_ATTN_DECODE_KEYS4_DTYPES(64, FC_ATTN_K4_64)
+#endif
+#if FC_ATTN_KWG_OF(FC_ATTN_K4_128) > 0
+FC_ATTN_DECODE_KEYS4_DTYPES(128, FC_ATTN_K4_128)
+#endif
+#if FC_ATTN_KWG_OF(FC_ATTN_K4_256) > 0
+FC_ATTN_DECODE_KEYS4_DTYPES(256, FC_ATTN_K4_256)
+#endif
 #if FC_ATTN_KWG_OF(FC_ATTN_K64) > 0
 FC_ATTN_DECODE_KEYS_DTYPES(64, FC_ATTN_K64)
 #endif

@@ -338,7 +338,8 @@ static void plan_splits(const fc_cl_context *ctx, const fc_attention_desc *d, fc
 
 /* Chooses the family (decode when the rows of a kv head fit in four small decode tiles: their
  * extra passes over the keys hit the cache, while a prefill tile would compute its empty rows)
- * and, for decode, the key-parallel kernel (the tiled one when FLASHCL_ATTENTION_DECODE_LEGACY=1
+ * and, for decode, the key-parallel kernel (its four-row form where a (batch, kv head) holds at
+ * most 4 query rows; the tiled one when FLASHCL_ATTENTION_DECODE_LEGACY=1
  * asks for it, or when it is all this class has); the number of key splits (when the tiles
  * alone would leave the device idle and keys are many, and always enough that no work-group
  * walks more keys than a driver's loop limit allows: that minimum overrides
@@ -353,7 +354,7 @@ static flashcl_status plan_forward(fc_cl_context *ctx, const fc_attention_desc *
     int64_t split_cap = FC_ATTN_MAX_SPLITS;
     const char *force = getenv("FLASHCL_ATTENTION_FAMILY");
     const int legacy = fc_attn_decode_legacy();
-    cl_kernel pk, dk, kk, dec;
+    cl_kernel pk, dk, kk, kk4, dec;
     const fc_attn_tile *tile;
     fc_attn_mma_choice mma;
     int use_mma = 0;
@@ -362,7 +363,10 @@ static flashcl_status plan_forward(fc_cl_context *ctx, const fc_attention_desc *
     p->dim_class = d->head_dim <= 64 ? 0 : d->head_dim <= 128 ? 1 : 2;
     pk = ak->forward[FC_ATTN_PREFILL][p->dim_class][d->dtype];
     dk = ak->forward[FC_ATTN_DECODE][p->dim_class][d->dtype]; /* NULL when not built */
-    kk = ak->decode_keys[p->dim_class][d->dtype];
+    kk = ak->decode_keys[0][p->dim_class][d->dtype];
+    kk4 = rows <= 4 && !fc_env_flag("FLASHCL_ATTENTION_NO_KEYS4")
+              ? ak->decode_keys[1][p->dim_class][d->dtype]
+              : NULL; /* the four-row form (attention_decode.c) */
     dec = dk && (legacy || !kk) ? dk : kk;                 /* the decode family's kernel */
     tile = &ak->tile[FC_ATTN_DECODE][p->dim_class];        /* decode-shaped: fits 4 of these */
     if (!pk && !dec)
@@ -409,9 +413,9 @@ static flashcl_status plan_forward(fc_cl_context *ctx, const fc_attention_desc *
          * unit keep the last wave short, but at most 64 splits: the merge reads a row's
          * partials in one work-group (H100, f32 D128 Hq32 Hkv4: B1 Sk65536 with 64 splits
          * 2327 GB/s, 128: 2223, 256: 2040; B8 Sk8192 with 33 splits 2199, 9: 1649). */
-        const fc_attn_keys_tile *kt = &ak->keys_tile[p->dim_class];
+        const fc_attn_keys_tile *kt = &ak->keys_tile[kk4 ? 1 : 0][p->dim_class];
         split_cap = 64;
-        p->kernel = kk;
+        p->kernel = kk4 ? kk4 : kk;
         p->wg = (size_t)kt->work_group;
         tile_r = kt->rows;
         bn = fc_attn_keys_block(kt, d->dtype, fc_attn_class_dim[p->dim_class]);
@@ -423,7 +427,7 @@ static flashcl_status plan_forward(fc_cl_context *ctx, const fc_attention_desc *
      * the keys past what a work-group's passes reach without a word: `need` splits keep every
      * work-group within max_keys (whole tiles), or the shape is refused. */
     if (ctx->dev.loop_limit > 0) {
-        const int64_t passes = p->kernel == kk                 ? FC_ATTN_PASSES_DECODE_KEYS
+        const int64_t passes = p->kernel == kk || p->kernel == kk4 ? FC_ATTN_PASSES_DECODE_KEYS
                                : p->family == FC_ATTN_DECODE ? FC_ATTN_PASSES_DECODE_TILES
                                                              : FC_ATTN_PASSES_PREFILL;
         const int64_t max_keys = (int64_t)ctx->dev.loop_limit * 64 /

@@ -19,6 +19,14 @@ static const fc_attn_keys_tile keys_gpu[FC_ATTN_DIM_CLASSES] = {
     {128, 8, 64}, {128, 8, 64}, {128, 8, 32}};
 static const fc_attn_keys_tile keys_cpu[FC_ATTN_DIM_CLASSES] = {
     {32, 8, 16}, {32, 8, 16}, {32, 8, 16}};
+/* The four-row form, for (batch, kv head) groups of at most 4 query rows (MHA, GQA up to 4:1):
+ * half the rows of the first form's tile, so half its accumulators and score sums. NVIDIA, f32
+ * D128: 168 registers against 248, three work-groups a compute unit instead of two; Hq32 Hkv32
+ * Sk16384 0.1566 ms against 0.1855, B32 Hq32 Hkv8 Sk4096 0.328 against 0.372 (H200, session
+ * 28). D256 has no valid tuple of this size (its f32 blocks of 16 keys do not divide among
+ * 32 teams of 4 rows) and keeps the first form. */
+static const fc_attn_keys_tile keys4_gpu[FC_ATTN_DIM_CLASSES] = {
+    {128, 4, 64}, {128, 4, 64}, {128, 4, 32}};
 
 static int is_pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
 
@@ -85,11 +93,19 @@ static void keys_override(fc_attn_keys_tile tiles[FC_ATTN_DIM_CLASSES])
  * Blocks that do not fit local memory are halved; a tuple that still does not fit, or breaks
  * the kernel's divisibility rules, is disabled (the tiled decode kernel then runs). Generic
  * kernels serve every head dim with one tuple, which must suit all three. */
-void fc_attn_keys_plan(const fc_cl_device *dev, fc_attn_keys_tile tiles[FC_ATTN_DIM_CLASSES])
+void fc_attn_keys_plan(const fc_cl_device *dev, int form,
+                       fc_attn_keys_tile tiles[FC_ATTN_DIM_CLASSES])
 {
     int c, warp = dev->subgroups == FC_SG_NV_PTX ? 32 : 0, generic = fc_attn_generic_kernels(dev);
-    memcpy(tiles, dev->is_gpu ? keys_gpu : keys_cpu, sizeof keys_gpu);
-    keys_override(tiles);
+    if (form == 1) {
+        /* per-dtype kernels only: a generic kernel serves every shape with the first form */
+        memcpy(tiles, keys4_gpu, sizeof keys4_gpu);
+        if (generic || !dev->is_gpu)
+            for (c = 0; c < FC_ATTN_DIM_CLASSES; c++) tiles[c].work_group = 0;
+    } else {
+        memcpy(tiles, dev->is_gpu ? keys_gpu : keys_cpu, sizeof keys_gpu);
+        keys_override(tiles);
+    }
     if (generic) tiles[0] = tiles[1] = tiles[2];
     for (c = 0; c < FC_ATTN_DIM_CLASSES; c++) {
         fc_attn_keys_tile *t = &tiles[c];
@@ -108,7 +124,12 @@ size_t fc_attn_keys_options(const fc_cl_device *dev, char *out, size_t out_size,
 {
     fc_attn_keys_tile tiles[FC_ATTN_DIM_CLASSES];
     int c;
-    fc_attn_keys_plan(dev, tiles);
+    fc_attn_keys_plan(dev, 1, tiles);
+    for (c = 0; c < FC_ATTN_DIM_CLASSES && used < out_size; c++)
+        used += (size_t)snprintf(out + used, out_size - used, " -DFC_ATTN_K4_%d=(%d,%d,%d)",
+                                 fc_attn_class_dim[c], tiles[c].work_group, tiles[c].rows,
+                                 tiles[c].keys);
+    fc_attn_keys_plan(dev, 0, tiles);
     /* f16 conversions with PTX cvt where NVIDIA's inline PTX is in use (as the softmax does) */
     if (used < out_size)
         used += (size_t)snprintf(out + used, out_size - used, " -DFC_HALF_IMPL=%d",
@@ -122,26 +143,30 @@ size_t fc_attn_keys_options(const fc_cl_device *dev, char *out, size_t out_size,
 
 flashcl_status fc_attn_keys_create_kernels(fc_cl_context *ctx, cl_program program, int part)
 {
+    static const char *const form_name[FC_ATTN_KEYS_FORMS] = {"keys", "keys4"};
     fc_attention_kernels *ak = &ctx->attention;
     size_t max_wg = 0;
-    int c, dt;
+    int f, c, dt;
     flashcl_status st;
-    fc_attn_keys_plan(&ctx->dev, ak->keys_tile);
-    for (c = 0; c < FC_ATTN_DIM_CLASSES; c++) {
-        if (ak->keys_tile[c].work_group == 0) continue;
-        for (dt = 0; dt < FC_DTYPE_COUNT; dt++) {
-            char name[64];
-            if (!fc_attn_part_has(part, dt)) continue;
-            if (fc_attn_generic_kernels(&ctx->dev))
-                snprintf(name, sizeof name, "fc_attn_decode_keys_any");
-            else
-                snprintf(name, sizeof name, "fc_attn_decode_keys_d%d_%s", fc_attn_class_dim[c],
-                         fc_attn_dtype_name[dt]);
-            st = fc_attn_create_kernel(ctx, program, name, &ak->decode_keys[c][dt], &max_wg);
-            if (st != FLASHCL_SUCCESS) return st;
-            if (max_wg < (size_t)ak->keys_tile[c].work_group) { /* too many registers */
-                clReleaseKernel(ak->decode_keys[c][dt]);
-                ak->decode_keys[c][dt] = NULL;
+    for (f = 0; f < FC_ATTN_KEYS_FORMS; f++) {
+        fc_attn_keys_plan(&ctx->dev, f, ak->keys_tile[f]);
+        for (c = 0; c < FC_ATTN_DIM_CLASSES; c++) {
+            if (ak->keys_tile[f][c].work_group == 0) continue;
+            for (dt = 0; dt < FC_DTYPE_COUNT; dt++) {
+                char name[64];
+                cl_kernel *k = &ak->decode_keys[f][c][dt];
+                if (!fc_attn_part_has(part, dt)) continue;
+                if (fc_attn_generic_kernels(&ctx->dev))
+                    snprintf(name, sizeof name, "fc_attn_decode_keys_any");
+                else
+                    snprintf(name, sizeof name, "fc_attn_decode_%s_d%d_%s", form_name[f],
+                             fc_attn_class_dim[c], fc_attn_dtype_name[dt]);
+                st = fc_attn_create_kernel(ctx, program, name, k, &max_wg);
+                if (st != FLASHCL_SUCCESS) return st;
+                if (max_wg < (size_t)ak->keys_tile[f][c].work_group) { /* too many registers */
+                    clReleaseKernel(*k);
+                    *k = NULL;
+                }
             }
         }
     }
@@ -151,11 +176,12 @@ flashcl_status fc_attn_keys_create_kernels(fc_cl_context *ctx, cl_program progra
 void fc_attn_keys_release_kernels(fc_cl_context *ctx, int part)
 {
     fc_attention_kernels *ak = &ctx->attention;
-    int c, dt;
-    for (c = 0; c < FC_ATTN_DIM_CLASSES; c++)
-        for (dt = 0; dt < FC_DTYPE_COUNT; dt++) {
-            if (!fc_attn_part_has(part, dt)) continue;
-            if (ak->decode_keys[c][dt]) clReleaseKernel(ak->decode_keys[c][dt]);
-            ak->decode_keys[c][dt] = NULL;
-        }
+    int f, c, dt;
+    for (f = 0; f < FC_ATTN_KEYS_FORMS; f++)
+        for (c = 0; c < FC_ATTN_DIM_CLASSES; c++)
+            for (dt = 0; dt < FC_DTYPE_COUNT; dt++) {
+                if (!fc_attn_part_has(part, dt)) continue;
+                if (ak->decode_keys[f][c][dt]) clReleaseKernel(ak->decode_keys[f][c][dt]);
+                ak->decode_keys[f][c][dt] = NULL;
+            }
 }

@@ -65,8 +65,10 @@ void fc_attn_plan(const fc_cl_device *dev,
 /* ---- key-parallel decode (attention_decode.c) ---- */
 typedef struct fc_attention_keys_tile fc_attn_keys_tile;
 
-/* The geometry per head-dim class (a pure function of the device; WG 0: disabled). */
-void fc_attn_keys_plan(const fc_cl_device *dev, fc_attn_keys_tile tiles[FC_ATTN_DIM_CLASSES]);
+/* The geometry of a form (0: 8 rows a work-group, 1: 4 rows, GPUs only) per head-dim class (a
+ * pure function of the device; WG 0: disabled). */
+void fc_attn_keys_plan(const fc_cl_device *dev, int form,
+                       fc_attn_keys_tile tiles[FC_ATTN_DIM_CLASSES]);
 /* Appends the kernels' -D options (their geometry per class) to out (used bytes so far). */
 size_t fc_attn_keys_options(const fc_cl_device *dev, char *out, size_t out_size, size_t used);
 /* The kernels of the dtypes of `part` (FC_PART_*) from `program`, and their release. */

@@ -48,7 +48,7 @@ static int tiled_decode_needed(const fc_cl_device *dev)
     fc_attn_keys_tile keys[FC_ATTN_DIM_CLASSES];
     int c;
     fc_attn_plan(dev, tiles);
-    fc_attn_keys_plan(dev, keys);
+    fc_attn_keys_plan(dev, 0, keys);
     for (c = 0; c < FC_ATTN_DIM_CLASSES; c++)
         if (tiles[FC_ATTN_DECODE][c].columns > 0 &&
             (tiles[FC_ATTN_PREFILL][c].columns == 0 || keys[c].work_group == 0))

@@ -130,13 +130,15 @@ typedef struct fc_attention_kernels {
         int dim_chunk;        /* DC: head-dim chunk of the Q·Kᵀ phase */
         int v_chunk;          /* VC: keys per V chunk of the P·V phase */
     } tile[FC_ATTN_FAMILIES][FC_ATTN_DIM_CLASSES];
-    /* Key-parallel decode (cl/attention_decode.cl), per padded head-dim class and dtype. */
-    cl_kernel decode_keys[FC_ATTN_DIM_CLASSES][FC_DTYPE_COUNT];
+    /* Key-parallel decode (cl/attention_decode.cl), per form (a GQA group of 8 rows a
+     * work-group, or 4 rows for groups of at most 4), padded head-dim class and dtype. */
+#define FC_ATTN_KEYS_FORMS 2
+    cl_kernel decode_keys[FC_ATTN_KEYS_FORMS][FC_ATTN_DIM_CLASSES][FC_DTYPE_COUNT];
     struct fc_attention_keys_tile {
         int work_group;       /* WG (0: disabled) */
         int rows;             /* RT: query rows per work-group */
-        int keys;             /* KB: keys per block for 16-bit storage (f32 blocks: KB / 2) */
-    } keys_tile[FC_ATTN_DIM_CLASSES];
+        int keys;             /* KB: keys per block for 16-bit storage (f32: see the kernel) */
+    } keys_tile[FC_ATTN_KEYS_FORMS][FC_ATTN_DIM_CLASSES];
     /* Tensor-core forward (cl/attention_mma.cl, its own program, NVIDIA only), per class
      * (padded head dim 64, 128) and 16-bit dtype (f16, bf16); NULL where not built. */
 #define FC_ATTN_MMA_CLASSES 2

@@ -120,6 +120,36 @@ static void test_decode_long_ranges(void **state)
     unsetenv("FLASHCL_ATTENTION_SPLITS");
 }
 
+/* Groups of at most 4 query rows a (batch, kv head) (MHA, GQA up to 4:1, Sq x group <= 4): GPUs
+ * run them on the key-parallel kernel's four-row form (f32 on NVIDIA, where 16-bit takes the
+ * tensor cores), every head-dim class (256 keeps the eight-row form), split and not; each case
+ * also with FLASHCL_ATTENTION_NO_KEYS4=1, the eight-row form, against the same reference. */
+static void test_decode_four_rows(void **state)
+{
+    (void)state;
+    /* {B, Sq, Sk, Hq, Hkv, D} */
+    static const int64_t shapes[][6] = {
+        {2, 1, 3001, 8, 8, 128}, {1, 2, 5000, 4, 2, 96}, {3, 1, 1234, 6, 2, 64},
+        {1, 4, 2049, 4, 4, 128}, {1, 1, 777, 4, 1, 256}, {1, 1, 65, 2, 2, 16},
+    };
+    uint64_t seed = tu_base_seed() + 1000;
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        for (int dt = 0; dt < 3; dt++)
+            for (int eight = 0; eight < 2; eight++) {
+                const int64_t *s = shapes[i];
+                ta_case c = decode_case((flashcl_dtype)dt, s[0], s[1], s[2], s[3], s[4], s[5]);
+                c.params.causal = (int)((i + (size_t)dt) % 2);
+                c.params.softcap = i == 2 ? 6.0f : 0.0f;
+                c.lse_mode = (int)((i + (size_t)dt) % 3);
+                c.kv_layout = (ta_layout)((i + (size_t)dt) % 4);
+                if (i == 1) setenv("FLASHCL_ATTENTION_SPLITS", "5", 1);
+                if (eight) setenv("FLASHCL_ATTENTION_NO_KEYS4", "1", 1);
+                ta_check(g_ctx, &c, seed + i * 3 + (uint64_t)dt); /* same inputs both forms */
+                unsetenv("FLASHCL_ATTENTION_NO_KEYS4");
+                unsetenv("FLASHCL_ATTENTION_SPLITS");
+            }
+}
+
 /* The tiled decode kernel behind FLASHCL_ATTENTION_DECODE_LEGACY=1 (the A/B reference, built
  * only by a context created with the variable set), and the key-parallel kernel with the GPUs'
  * geometry (128 work-items, 8 rows, 64-key blocks: two parts per key, teams of 16, four key
@@ -201,6 +231,7 @@ int main(void)
         cmocka_unit_test(test_decode_forced_splits),
         cmocka_unit_test(test_causal_more_queries_than_keys),
         cmocka_unit_test(test_decode_long_ranges),
+        cmocka_unit_test(test_decode_four_rows),
         cmocka_unit_test(test_decode_legacy_and_gpu_geometry),
         cmocka_unit_test(test_decode_legacy_needs_it_at_creation),
     };
