@@ -23,8 +23,8 @@ static const fc_attn_keys_tile keys_cpu[FC_ATTN_DIM_CLASSES] = {
  * half the rows of the first form's tile, so half its accumulators and score sums. NVIDIA, f32
  * D128: 168 registers against 248, three work-groups a compute unit instead of two; Hq32 Hkv32
  * Sk16384 0.1566 ms against 0.1855, B32 Hq32 Hkv8 Sk4096 0.328 against 0.372 (H200, session
- * 28). D256 has no valid tuple of this size (its f32 blocks of 16 keys do not divide among
- * 32 teams of 4 rows) and keeps the first form. */
+ * 28). D256 has no valid tuple of this size (its f32 blocks of 16 keys are fewer than the 32
+ * work-items that share a row in the softmax step) and keeps the first form. */
 static const fc_attn_keys_tile keys4_gpu[FC_ATTN_DIM_CLASSES] = {
     {128, 4, 64}, {128, 4, 64}, {128, 4, 32}};
 
