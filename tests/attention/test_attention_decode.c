@@ -150,6 +150,37 @@ static void test_decode_four_rows(void **state)
             }
 }
 
+/* Many splits through the split merge kernel: 7 to 130 partials a row, on NVIDIA OpenCL over
+ * the ring kernel (20 and 66 splits), the two-slot kernel (short splits), the four-warp kernel
+ * (16 query rows a group) and the key-parallel kernel's two forms (f32); windows that leave
+ * whole splits without a visible key (their partials -inf). */
+static void test_decode_many_splits(void **state)
+{
+    (void)state;
+    /* {B, Sq, Sk, Hq, Hkv, D, splits, window_left} */
+    static const int64_t cases[][8] = {
+        {1, 1, 12000, 8, 1, 128, 20, -1}, {2, 1, 40000, 8, 2, 64, 66, -1},
+        {1, 2, 3001, 8, 4, 128, 20, -1},  {1, 16, 9000, 8, 2, 64, 17, -1},
+        {1, 1, 5000, 4, 1, 128, 7, -1},   {1, 1, 12000, 8, 1, 128, 20, 1500},
+        {2, 3, 11000, 6, 3, 96, 24, 300}, {1, 1, 20000, 8, 8, 128, 130, -1},
+    };
+    uint64_t seed = tu_base_seed() + 1100;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const int64_t *s = cases[i];
+        char splits[16];
+        ta_case c = decode_case(i % 3 == 2 ? FLASHCL_F32 : i % 2 ? FLASHCL_BF16 : FLASHCL_F16,
+                                s[0], s[1], s[2], s[3], s[4], s[5]);
+        c.params.causal = (int)(i % 2);
+        c.params.window_left = (int)s[7];
+        c.lse_mode = (int)(i % 3);
+        c.kv_layout = (ta_layout)(i % 4);
+        snprintf(splits, sizeof splits, "%d", (int)s[6]);
+        setenv("FLASHCL_ATTENTION_SPLITS", splits, 1);
+        ta_check(g_ctx, &c, seed++);
+    }
+    unsetenv("FLASHCL_ATTENTION_SPLITS");
+}
+
 /* The tiled decode kernel behind FLASHCL_ATTENTION_DECODE_LEGACY=1 (the A/B reference, built
  * only by a context created with the variable set), and the key-parallel kernel with the GPUs'
  * geometry (128 work-items, 8 rows, 64-key blocks: two parts per key, teams of 16, four key
@@ -232,6 +263,7 @@ int main(void)
         cmocka_unit_test(test_causal_more_queries_than_keys),
         cmocka_unit_test(test_decode_long_ranges),
         cmocka_unit_test(test_decode_four_rows),
+        cmocka_unit_test(test_decode_many_splits),
         cmocka_unit_test(test_decode_legacy_and_gpu_geometry),
         cmocka_unit_test(test_decode_legacy_needs_it_at_creation),
     };
