@@ -368,10 +368,11 @@ FC_INLINE void fc_attn_decode_keys(
         (void)in_dtype;                                                                        \
         fc_attn_decode_keys(FC_ATTN_FORWARD_ARGS, smem, DT, DP, WG, RT, KB);                  \
     }
-#define FC_ATTN_DECODE_KEYS_DTYPES(DP, t)                                                     \
-    FC_WITH_F32(FC_ATTN_DECODE_KEYS(fc_attn_decode_keys_d##DP##_f32, FC_ATTN_F32, DP, t))     \
-    FC_WITH_F16(FC_ATTN_DECODE_KEYS(fc_attn_decode_keys_d##DP##_f16, FC_ATTN_F16, DP, t))     \
-    FC_WITH_BF16(FC_ATTN_DECODE_KEYS(fc_attn_decode_keys_d##DP##_bf16, FC_ATTN_BF16, DP, t))
+/* form: keys (eight rows) or keys4 (the four-row form) */
+#define FC_ATTN_DECODE_KEYS_DTYPES(form, DP, t)                                               \
+    FC_WITH_F32(FC_ATTN_DECODE_KEYS(fc_attn_decode_##form##_d##DP##_f32, FC_ATTN_F32, DP, t)) \
+    FC_WITH_F16(FC_ATTN_DECODE_KEYS(fc_attn_decode_##form##_d##DP##_f16, FC_ATTN_F16, DP, t)) \
+    FC_WITH_BF16(FC_ATTN_DECODE_KEYS(fc_attn_decode_##form##_d##DP##_bf16, FC_ATTN_BF16, DP, t))
 
 #if !(FC_ATTN_KINDS & FC_ATTN_KIND_DECODE_KEYS)
 /* not in this build */
@@ -390,26 +391,22 @@ FC_INLINE void fc_attn_decode_keys(
 FC_ATTN_DECODE_KEYS_ANY(FC_ATTN_K256)
 #endif
 #else
-#define FC_ATTN_DECODE_KEYS4_DTYPES(DP, t)                                                    \
-    FC_WITH_F32(FC_ATTN_DECODE_KEYS(fc_attn_decode_keys4_d##DP##_f32, FC_ATTN_F32, DP, t))    \
-    FC_WITH_F16(FC_ATTN_DECODE_KEYS(fc_attn_decode_keys4_d##DP##_f16, FC_ATTN_F16, DP, t))    \
-    FC_WITH_BF16(FC_ATTN_DECODE_KEYS(fc_attn_decode_keys4_d##DP##_bf16, FC_ATTN_BF16, DP, t))
 #if FC_ATTN_KWG_OF(FC_ATTN_K4_64) > 0
-FC_ATTN_DECODE_KEYS4_DTYPES(64, FC_ATTN_K4_64)
+FC_ATTN_DECODE_KEYS_DTYPES(keys4, 64, FC_ATTN_K4_64)
 #endif
 #if FC_ATTN_KWG_OF(FC_ATTN_K4_128) > 0
-FC_ATTN_DECODE_KEYS4_DTYPES(128, FC_ATTN_K4_128)
+FC_ATTN_DECODE_KEYS_DTYPES(keys4, 128, FC_ATTN_K4_128)
 #endif
 #if FC_ATTN_KWG_OF(FC_ATTN_K4_256) > 0
-FC_ATTN_DECODE_KEYS4_DTYPES(256, FC_ATTN_K4_256)
+FC_ATTN_DECODE_KEYS_DTYPES(keys4, 256, FC_ATTN_K4_256)
 #endif
 #if FC_ATTN_KWG_OF(FC_ATTN_K64) > 0
-FC_ATTN_DECODE_KEYS_DTYPES(64, FC_ATTN_K64)
+FC_ATTN_DECODE_KEYS_DTYPES(keys, 64, FC_ATTN_K64)
 #endif
 #if FC_ATTN_KWG_OF(FC_ATTN_K128) > 0
-FC_ATTN_DECODE_KEYS_DTYPES(128, FC_ATTN_K128)
+FC_ATTN_DECODE_KEYS_DTYPES(keys, 128, FC_ATTN_K128)
 #endif
 #if FC_ATTN_KWG_OF(FC_ATTN_K256) > 0
-FC_ATTN_DECODE_KEYS_DTYPES(256, FC_ATTN_K256)
+FC_ATTN_DECODE_KEYS_DTYPES(keys, 256, FC_ATTN_K256)
 #endif
 #endif

@@ -28,6 +28,12 @@ static const fc_attn_keys_tile keys_cpu[FC_ATTN_DIM_CLASSES] = {
 static const fc_attn_keys_tile keys4_gpu[FC_ATTN_DIM_CLASSES] = {
     {128, 4, 64}, {128, 4, 64}, {128, 4, 32}};
 
+/* Per form: the kernels' name part (fc_attn_decode_<name>_d<DP>_<dtype>) and the prefix of its
+ * tuples' -D options (FC_ATTN_<prefix><DP>), as cl/attention_decode.cl spells them. */
+static const struct {
+    const char *kernel, *option;
+} keys_form[FC_ATTN_KEYS_FORMS] = {{"keys", "K"}, {"keys4", "K4_"}};
+
 static int is_pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
 
 int fc_attn_keys_block(const fc_attn_keys_tile *t, flashcl_dtype dt, int dp)
@@ -123,27 +129,23 @@ void fc_attn_keys_plan(const fc_cl_device *dev, int form,
 size_t fc_attn_keys_options(const fc_cl_device *dev, char *out, size_t out_size, size_t used)
 {
     fc_attn_keys_tile tiles[FC_ATTN_DIM_CLASSES];
-    int c;
-    fc_attn_keys_plan(dev, 1, tiles);
-    for (c = 0; c < FC_ATTN_DIM_CLASSES && used < out_size; c++)
-        used += (size_t)snprintf(out + used, out_size - used, " -DFC_ATTN_K4_%d=(%d,%d,%d)",
-                                 fc_attn_class_dim[c], tiles[c].work_group, tiles[c].rows,
-                                 tiles[c].keys);
-    fc_attn_keys_plan(dev, 0, tiles);
+    int f, c;
     /* f16 conversions with PTX cvt where NVIDIA's inline PTX is in use (as the softmax does) */
     if (used < out_size)
         used += (size_t)snprintf(out + used, out_size - used, " -DFC_HALF_IMPL=%d",
                                  dev->subgroups == FC_SG_NV_PTX ? 2 : 1);
-    for (c = 0; c < FC_ATTN_DIM_CLASSES && used < out_size; c++)
-        used += (size_t)snprintf(out + used, out_size - used, " -DFC_ATTN_K%d=(%d,%d,%d)",
-                                 fc_attn_class_dim[c], tiles[c].work_group, tiles[c].rows,
-                                 tiles[c].keys);
+    for (f = 0; f < FC_ATTN_KEYS_FORMS; f++) {
+        fc_attn_keys_plan(dev, f, tiles);
+        for (c = 0; c < FC_ATTN_DIM_CLASSES && used < out_size; c++)
+            used += (size_t)snprintf(out + used, out_size - used, " -DFC_ATTN_%s%d=(%d,%d,%d)",
+                                     keys_form[f].option, fc_attn_class_dim[c],
+                                     tiles[c].work_group, tiles[c].rows, tiles[c].keys);
+    }
     return used;
 }
 
 flashcl_status fc_attn_keys_create_kernels(fc_cl_context *ctx, cl_program program, int part)
 {
-    static const char *const form_name[FC_ATTN_KEYS_FORMS] = {"keys", "keys4"};
     fc_attention_kernels *ak = &ctx->attention;
     size_t max_wg = 0;
     int f, c, dt;
@@ -159,7 +161,7 @@ flashcl_status fc_attn_keys_create_kernels(fc_cl_context *ctx, cl_program progra
                 if (fc_attn_generic_kernels(&ctx->dev))
                     snprintf(name, sizeof name, "fc_attn_decode_keys_any");
                 else
-                    snprintf(name, sizeof name, "fc_attn_decode_%s_d%d_%s", form_name[f],
+                    snprintf(name, sizeof name, "fc_attn_decode_%s_d%d_%s", keys_form[f].kernel,
                              fc_attn_class_dim[c], fc_attn_dtype_name[dt]);
                 st = fc_attn_create_kernel(ctx, program, name, k, &max_wg);
                 if (st != FLASHCL_SUCCESS) return st;
