@@ -106,7 +106,7 @@ void fc_attn_keys_plan(const fc_cl_device *dev, int form,
     if (form == 1) {
         /* per-dtype kernels only: a generic kernel serves every shape with the first form */
         memcpy(tiles, keys4_gpu, sizeof keys4_gpu);
-        if (generic || !dev->is_gpu)
+        if (generic)
             for (c = 0; c < FC_ATTN_DIM_CLASSES; c++) tiles[c].work_group = 0;
     } else {
         memcpy(tiles, dev->is_gpu ? keys_gpu : keys_cpu, sizeof keys_gpu);
