@@ -35,24 +35,29 @@
  * registers. With FC_ATTN_GENERIC (CPUs) one kernel per family takes dtype and DP at run time.
  *
  * Decode shapes normally run fc_attn_decode_keys_* instead (cl/attention_decode.cl: key-parallel
- * scores, V straight from global memory; same arguments and split-KV partials); the tiled decode
- * family stays as the A/B reference (FLASHCL_ATTENTION_DECODE_LEGACY=1).
+ * scores, V straight from global memory; same arguments and split-KV partials), and for f32 on
+ * NVIDIA sm80+ its cp.async form fc_attn_decode_async*_ (cl/attention_decode_async.cl); the tiled
+ * decode family stays as the A/B reference (FLASHCL_ATTENTION_DECODE_LEGACY=1).
  *
  * Files (CMakeLists.txt's FLASHCL_ATTENTION_PROGRAM concatenates them in this order when the
  * library embeds the program; this file is only for standalone compiles such as CI's clang):
+ *   ptx_async.h           cp.async wrappers (NVIDIA inline PTX; empty elsewhere)
  *   attention_common.cl   tuples, storage types, index helpers, key ranges, row reductions
  *   attention_forward.cl  the tiled forward kernel (prefill, legacy decode)
  *   attention_decode.cl   the key-parallel split-KV decode kernel
+ *   attention_decode_async.cl  its f32 form fed by cp.async (NVIDIA sm80+, FC_ATTN_ASYNC)
  *   attention_merge.cl    the split-KV merge and flashcl_attention_merge's kernel
- * NVIDIA GPUs (compute capability 8.0+) also get a program of its own, attention_common.cl +
- * attention_mma.cl: the same forward on tensor cores through inline PTX, which the host prefers
+ * NVIDIA GPUs (compute capability 8.0+) also get a program of its own, ptx_async.h +
+ * attention_common.cl + attention_mma.cl: the same forward on tensor cores through inline PTX, which the host prefers
  * for f16/bf16 with D <= 128 (src/opencl/attention_mma.c). */
 #ifndef FLASHCL_EMBEDDED
 #include "portability.h"
 #include "dtype.h"
+#include "ptx_async.h"
 #include "attention_common.cl"
 #include "attention_forward.cl"
 #include "attention_decode.cl"
+#include "attention_decode_async.cl"
 #include "attention_merge.cl"
 #endif
 

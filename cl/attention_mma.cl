@@ -39,32 +39,7 @@
 
 /* ---- PTX wrappers -------------------------------------------------------------------------- */
 
-/* A local pointer's address in the shared state space (what ldmatrix and cp.async take). */
-FC_INLINE uint fc_mma_smem(__local const void *p) { return (uint)(ulong)p; }
-
-/* 16 bytes global -> local, bypassing L1; zero-filled when !valid (src is then not read but
- * must still be a mapped address). */
-FC_INLINE void fc_mma_cp16(uint dst, __global const uchar *src, int valid)
-{
-    __asm__ volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src),
-                     "r"(valid ? 16 : 0)
-                     : "memory");
-}
-FC_INLINE void fc_mma_cp_commit(void) { __asm__ volatile("cp.async.commit_group;" ::: "memory"); }
-FC_INLINE void fc_mma_cp_wait_all(void) { __asm__ volatile("cp.async.wait_group 0;" ::: "memory"); }
-/* Waits until at most n (0-3, a constant once inlined) of this thread's copy groups are
- * pending: PTX takes the count as an immediate. */
-FC_INLINE void fc_mma_cp_wait(const int n)
-{
-    if (n <= 0)
-        __asm__ volatile("cp.async.wait_group 0;" ::: "memory");
-    else if (n == 1)
-        __asm__ volatile("cp.async.wait_group 1;" ::: "memory");
-    else if (n == 2)
-        __asm__ volatile("cp.async.wait_group 2;" ::: "memory");
-    else
-        __asm__ volatile("cp.async.wait_group 3;" ::: "memory");
-}
+/* cp.async and local addresses: cl/ptx_async.h (fc_async_*). */
 
 FC_INLINE uint4 fc_mma_ldmatrix(uint address)
 {
@@ -135,7 +110,7 @@ FC_INLINE void fc_mma_load_rows(__local ushort *tile, __global const uchar *base
         const int ok = j0 + r < ke && c * 8 < D;
         const __global uchar *src =
             ok ? base + 2 * (head + (ulong)((long)(j0 + r) * step) + (ulong)(c * 8)) : base;
-        fc_mma_cp16(fc_mma_smem(tile + r * FC_MMA_STRIDE(DP) + c * 8), src, ok);
+        fc_async_cp16(fc_async_smem(tile + r * FC_MMA_STRIDE(DP) + c * 8), src, ok ? 16u : 0u);
     }
 }
 
@@ -194,10 +169,10 @@ FC_INLINE void fc_mma_forward(__global const uchar *q, __global const uchar *k,
      * 16x8 tiles): lane l addresses key (l/16)·8 + l%8 at dim ((l/8)%2)·8, so the plain load
      * gives b0, b1 of key tiles n and n + 1 (rows of K are columns of B). V (B through .trans):
      * lane l addresses key ((l/8)%2)·8 + l%8 at dim (l/16)·8; the transpose puts keys along k. */
-    const uint q_frag = fc_mma_smem(smem + (warp * 16 + lane % 16) * STRIDE + (lane / 16) * 8);
+    const uint q_frag = fc_async_smem(smem + (warp * 16 + lane % 16) * STRIDE + (lane / 16) * 8);
     const uint k_frag0 =
-        fc_mma_smem(smem + ((lane / 16) * 8 + lane % 8) * STRIDE + ((lane / 8) % 2) * 8);
-    const uint v_frag0 = fc_mma_smem(smem + KEYS * STRIDE +
+        fc_async_smem(smem + ((lane / 16) * 8 + lane % 8) * STRIDE + ((lane / 8) % 2) * 8);
+    const uint v_frag0 = fc_async_smem(smem + KEYS * STRIDE +
                                      (((lane / 8) % 2) * 8 + lane % 8) * STRIDE + (lane / 16) * 8);
 
     const ulong k_head = fc_attn_row(ks, b, 0, kvh), v_head = fc_attn_row(vs, b, 0, kvh);
@@ -231,7 +206,7 @@ FC_INLINE void fc_mma_forward(__global const uchar *q, __global const uchar *k,
             if (last_block - i >= first_block)
                 fc_mma_load_block(smem + i * SLOT, k, v, k_head, v_head, ks.y, vs.y,
                                   (last_block - i) * KEYS, ke, D, lid, DP, KEYS, THREADS);
-            fc_mma_cp_commit();
+            fc_async_commit();
         }
     } else if (last_block >= first_block) {
         /* Q once, through local memory into A fragments; then the ring takes the bytes. */
@@ -243,17 +218,17 @@ FC_INLINE void fc_mma_forward(__global const uchar *q, __global const uchar *k,
             const int ok = r0 + r < rows && c * 8 < D;
             const __global uchar *src =
                 ok ? q + 2 * (fc_attn_row(qs, b, gi.y, kvh * G + gi.x) + (ulong)(c * 8)) : q;
-            fc_mma_cp16(fc_mma_smem(smem + r * STRIDE + c * 8), src, ok);
+            fc_async_cp16(fc_async_smem(smem + r * STRIDE + c * 8), src, ok ? 16u : 0u);
         }
-        fc_mma_cp_commit();
-        fc_mma_cp_wait_all();
+        fc_async_commit();
+        fc_async_wait(0);
         barrier(CLK_LOCAL_MEM_FENCE);
 #pragma unroll
         for (int kk = 0; kk < KD; kk++) qa[kk] = fc_mma_ldmatrix(q_frag + kk * 32);
         barrier(CLK_LOCAL_MEM_FENCE); /* every warp holds its Q: the ring may overwrite it */
         fc_mma_load_block(smem, k, v, k_head, v_head, ks.y, vs.y, last_block * KEYS, ke, D,
                           lid, DP, KEYS, THREADS);
-        fc_mma_cp_commit();
+        fc_async_commit();
     }
 
     /* Without softcap and with a positive scale the scores stay raw: max(raw)·c is the max of
@@ -269,20 +244,20 @@ FC_INLINE void fc_mma_forward(__global const uchar *q, __global const uchar *k,
             /* SLOTS - 1 groups are pending, blk's the oldest. Once every warp is done with the
              * slot before this one, it takes block blk - (SLOTS - 1). A group is committed even
              * when empty, so that the count stays exact. */
-            fc_mma_cp_wait(SLOTS - 2);
+            fc_async_wait(SLOTS - 2);
             barrier(CLK_LOCAL_MEM_FENCE);
             if (blk - (SLOTS - 1) >= first_block)
                 fc_mma_load_block(smem + (slot == 0 ? SLOTS - 1 : slot - 1) * SLOT, k, v, k_head,
                                   v_head, ks.y, vs.y, n0 - (SLOTS - 1) * KEYS, ke, D, lid, DP,
                                   KEYS, THREADS);
-            fc_mma_cp_commit();
+            fc_async_commit();
         } else {
-            fc_mma_cp_wait_all();         /* this thread's copies of K/V(blk) have landed */
+            fc_async_wait(0);         /* this thread's copies of K/V(blk) have landed */
             barrier(CLK_LOCAL_MEM_FENCE); /* ... everyone's, and the other slot is free */
             if (blk > first_block) {      /* the next block streams in during this one */
                 fc_mma_load_block(smem + (slot ^ 1) * SLOT, k, v, k_head, v_head, ks.y, vs.y,
                                   n0 - KEYS, ke, D, lid, DP, KEYS, THREADS);
-                fc_mma_cp_commit();
+                fc_async_commit();
             }
         }
         const uint k_frag = k_frag0 + (uint)(slot * SLOT * 2);

@@ -211,6 +211,7 @@ void fc_cl_attention_options(const fc_cl_device *dev, int part, char *out, size_
                                      t->keys_per_item, t->dim_chunk, t->v_chunk);
         }
     used = fc_attn_keys_options(dev, out, out_size, used);
+    used = fc_attn_async_options(dev, out, out_size, used);
     part_contents(part, &dtypes, &kinds);
     if (used < out_size)
         snprintf(out + used, out_size - used, " -DFC_DTYPES=%d -DFC_ATTN_KINDS=%d", dtypes, kinds);
@@ -414,12 +415,23 @@ static flashcl_status plan_forward(fc_cl_context *ctx, const fc_attention_desc *
          * partials in one work-group (H100, f32 D128 Hq32 Hkv4: B1 Sk65536 with 64 splits
          * 2327 GB/s, 128: 2223, 256: 2040; B8 Sk8192 with 33 splits 2199, 9: 1649). */
         const fc_attn_keys_tile *kt = &ak->keys_tile[kk4 ? 1 : 0][p->dim_class];
+        const fc_attn_async_tile *at = NULL;
+        const cl_kernel async = fc_attn_async_pick(ctx, d, kk4 ? 1 : 0, p->dim_class, &at);
         split_cap = 64;
         p->kernel = kk4 ? kk4 : kk;
         p->wg = (size_t)kt->work_group;
         tile_r = kt->rows;
         bn = fc_attn_keys_block(kt, d->dtype, fc_attn_class_dim[p->dim_class]);
         min_blocks = 1;
+        if (async) { /* its cp.async form (f32, NVIDIA sm80+: attention_decode_async.c) */
+            /* four work-groups a compute unit: up to 128 splits (H200 f32 Hq32 Hkv4 Sk65536
+             * D128: 0.0814 ms against 0.0861 with 64, D64 0.0452 against 0.0513) */
+            split_cap = 128;
+            p->kernel = async;
+            p->wg = (size_t)at->work_group;
+            tile_r = at->rows;
+            bn = at->keys;
+        }
     }
     p->ntiles = (int)((rows + tile_r - 1) / tile_r);
 
@@ -427,9 +439,9 @@ static flashcl_status plan_forward(fc_cl_context *ctx, const fc_attention_desc *
      * the keys past what a work-group's passes reach without a word: `need` splits keep every
      * work-group within max_keys (whole tiles), or the shape is refused. */
     if (ctx->dev.loop_limit > 0) {
-        const int64_t passes = p->kernel == kk || p->kernel == kk4 ? FC_ATTN_PASSES_DECODE_KEYS
-                               : p->family == FC_ATTN_DECODE ? FC_ATTN_PASSES_DECODE_TILES
-                                                             : FC_ATTN_PASSES_PREFILL;
+        const int64_t passes = p->family != FC_ATTN_DECODE ? FC_ATTN_PASSES_PREFILL
+                               : dec == kk ? FC_ATTN_PASSES_DECODE_KEYS /* every form of it */
+                                           : FC_ATTN_PASSES_DECODE_TILES;
         const int64_t max_keys = (int64_t)ctx->dev.loop_limit * 64 /
                                  (passes * fc_attn_class_dim[p->dim_class]) / bn * bn;
         need = max_keys > 0 ? (d->seqlen_k + max_keys - 1) / max_keys : INT64_MAX;

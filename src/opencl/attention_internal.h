@@ -80,6 +80,26 @@ int fc_attn_keys_block(const fc_attn_keys_tile *t, flashcl_dtype dt, int dp);
 /* Whether FLASHCL_ATTENTION_DECODE_LEGACY=1 asks for the tiled decode kernel instead. */
 int fc_attn_decode_legacy(void);
 
+/* ---- the key-parallel kernel's cp.async form (attention_decode_async.c) ---- */
+typedef struct fc_attention_async_tile fc_attn_async_tile;
+
+/* Whether this device builds it: NVIDIA GPUs of compute capability 8.0+ (inline PTX). */
+int fc_attn_async_built(const fc_cl_device *dev);
+/* Its geometry per form (0: 8 rows a work-group, 1: 4 rows) and head-dim class, a pure
+ * function of the device (WG 0: not built). */
+void fc_attn_async_plan(const fc_cl_device *dev, int form,
+                       fc_attn_async_tile tiles[FC_ATTN_DIM_CLASSES]);
+/* Appends -DFC_ATTN_ASYNC and the tuples where the device builds it (used bytes so far). */
+size_t fc_attn_async_options(const fc_cl_device *dev, char *out, size_t out_size, size_t used);
+/* Its kernels from the f32 part's `program` (nothing for other parts), and their release. */
+flashcl_status fc_attn_async_create_kernels(fc_cl_context *ctx, cl_program program, int part);
+void fc_attn_async_release_kernels(fc_cl_context *ctx, int part);
+/* The kernel of a form and class where it takes this call (f32, head_dim a multiple of 4, k and
+ * v rows 16-byte aligned, built, FLASHCL_ATTENTION_NO_ASYNC unset), with its geometry; else
+ * NULL. */
+cl_kernel fc_attn_async_pick(const fc_cl_context *ctx, const fc_attention_desc *d, int form,
+                            int dim_class, const fc_attn_async_tile **tile);
+
 /* ---- tensor-core forward (attention_mma.c) ---- */
 typedef struct fc_attn_mma_choice {
     cl_kernel kernel;

@@ -121,6 +121,7 @@ flashcl_status fc_cl_attention_create_kernels(fc_cl_context *ctx, cl_program pro
     } else {
         st = create_forward(ctx, program, FC_ATTN_PREFILL, part);
         if (st == FLASHCL_SUCCESS) st = fc_attn_keys_create_kernels(ctx, program, part);
+        if (st == FLASHCL_SUCCESS) st = fc_attn_async_create_kernels(ctx, program, part);
         if (st == FLASHCL_SUCCESS && part == FC_PART_ALL_DTYPES)
             st = fc_attn_merge_create_kernels(ctx, program);
     }
@@ -138,6 +139,7 @@ void fc_cl_attention_release_kernels(fc_cl_context *ctx, int part)
     } else {
         release_forward(ctx, FC_ATTN_PREFILL, part);
         fc_attn_keys_release_kernels(ctx, part);
+        fc_attn_async_release_kernels(ctx, part);
         if (part == FC_PART_ALL_DTYPES) fc_attn_merge_release_kernels(ctx);
     }
 }

@@ -139,6 +139,15 @@ typedef struct fc_attention_kernels {
         int rows;             /* RT: query rows per work-group */
         int keys;             /* KB: keys per block for 16-bit storage (f32: see the kernel) */
     } keys_tile[FC_ATTN_KEYS_FORMS][FC_ATTN_DIM_CLASSES];
+    /* The same forms fed by cp.async (cl/attention_decode_async.cl; f32 on NVIDIA sm80+),
+     * per class; NULL where not built. */
+    cl_kernel decode_async[FC_ATTN_KEYS_FORMS][FC_ATTN_DIM_CLASSES];
+    struct fc_attention_async_tile {
+        int work_group;       /* WG (0: disabled) */
+        int rows;             /* RT: query rows per work-group, as the form's */
+        int keys;             /* BK: keys per block (per slot) */
+        int slots;            /* SL: blocks in the ring, SL - 1 in flight */
+    } async_tile[FC_ATTN_KEYS_FORMS][FC_ATTN_DIM_CLASSES];
     /* Tensor-core forward (cl/attention_mma.cl, its own program, NVIDIA only), per class
      * (padded head dim 64, 128) and 16-bit dtype (f16, bf16); NULL where not built. */
 #define FC_ATTN_MMA_CLASSES 2

@@ -85,7 +85,7 @@ static void test_causal_more_queries_than_keys(void **state)
  * tensor-core kernel with the deeper ring (cl/attention_mma.cl, _ring), here and on the CUDA
  * backend whichever kernel the device takes. Key counts off the ring's blocks, a window that
  * leaves fewer visible blocks than the ring copies ahead, causal rows, softcap, MHA, lse, both
- * 16-bit dtypes and both head-dim classes; FLASHCL_ATTENTION_NO_RING=1 runs one case on the
+ * 16-bit dtypes and both head-dim classes; FLASHCL_ATTENTION_NO_ASYNC=1 runs one case on the
  * two-slot kernel against the same reference. */
 static void test_decode_long_ranges(void **state)
 {
@@ -112,10 +112,10 @@ static void test_decode_long_ranges(void **state)
         }
     {
         ta_case c = decode_case(FLASHCL_F16, 1, 1, 3001, 8, 1, 128);
-        setenv("FLASHCL_ATTENTION_NO_RING", "1", 1);
+        setenv("FLASHCL_ATTENTION_NO_ASYNC", "1", 1);
         setenv("FLASHCL_ATTENTION_SPLITS", "2", 1);
         ta_check(g_ctx, &c, seed++);
-        unsetenv("FLASHCL_ATTENTION_NO_RING");
+        unsetenv("FLASHCL_ATTENTION_NO_ASYNC");
     }
     unsetenv("FLASHCL_ATTENTION_SPLITS");
 }
@@ -148,6 +148,52 @@ static void test_decode_four_rows(void **state)
                 unsetenv("FLASHCL_ATTENTION_NO_KEYS4");
                 unsetenv("FLASHCL_ATTENTION_SPLITS");
             }
+}
+
+/* f32 decode through the key-parallel kernel's cp.async form (NVIDIA sm80+ builds it; it takes
+ * f32 calls whose k and v rows are 16-byte aligned) and, with FLASHCL_ATTENTION_NO_ASYNC=1,
+ * through the register-fed form, against one reference: the 64 and 128 classes (D 32 to 128),
+ * keys fewer than a block, a tile whose rows run out mid-tile, and the padded layout the
+ * cp.async form declines. A second context is created with its four-row form tuned in (the
+ * library leaves it out), so that groups of at most 4 rows take it too. Where the cp.async form
+ * is not built, both runs take the same kernel. */
+static void test_decode_async(void **state)
+{
+    (void)state;
+    /* {B, Sq, Sk, Hq, Hkv, D, splits (0: the planner's), window_left} */
+    static const int64_t cases[][8] = {
+        {1, 1, 9000, 8, 1, 128, 0, -1},  {2, 1, 4097, 16, 2, 64, 0, -1},
+        {1, 3, 2500, 8, 2, 96, 5, -1},   {2, 1, 3001, 8, 8, 128, 0, 700},
+        {1, 2, 1777, 4, 2, 80, 3, -1},   {1, 1, 100, 8, 1, 32, 0, -1},
+        {1, 1, 5, 8, 1, 64, 0, -1},      {3, 1, 1500, 6, 3, 128, 9, -1},
+        {1, 4, 6001, 8, 4, 128, 40, 999}, {2, 2, 333, 16, 4, 64, 0, 50},
+    };
+    uint64_t seed = tu_base_seed() + 1200;
+    flashcl_context *rows4 = NULL;
+    setenv("FLASHCL_ATTENTION_TILES", "A4_64=64,4,16,2;A4_128=64,4,16,2", 1);
+    flashcl_status st = tu_context_create(tu_cache_dir(), &rows4);
+    unsetenv("FLASHCL_ATTENTION_TILES");
+    assert_int_equal(st, FLASHCL_SUCCESS);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (int run = 0; run < 4; run++) { /* cp.async, register-fed; then on rows4 */
+            const int64_t *s = cases[i];
+            char splits[16];
+            ta_case c = decode_case(FLASHCL_F32, s[0], s[1], s[2], s[3], s[4], s[5]);
+            c.params.causal = (int)(i % 2);
+            c.params.window_left = (int)s[7];
+            c.params.softcap = i % 4 == 3 ? 5.0f : 0.0f;
+            c.lse_mode = (int)(i % 3);
+            c.kv_layout = (ta_layout)(i % TA_LAYOUT_COUNT);
+            if (s[6]) {
+                snprintf(splits, sizeof splits, "%d", (int)s[6]);
+                setenv("FLASHCL_ATTENTION_SPLITS", splits, 1);
+            }
+            if (run % 2) setenv("FLASHCL_ATTENTION_NO_ASYNC", "1", 1);
+            ta_check(run < 2 ? g_ctx : rows4, &c, seed + i); /* same inputs every run */
+            unsetenv("FLASHCL_ATTENTION_NO_ASYNC");
+            unsetenv("FLASHCL_ATTENTION_SPLITS");
+        }
+    flashcl_context_destroy(rows4);
 }
 
 /* Many splits through the split merge kernel: 7 to 130 partials a row, on NVIDIA OpenCL over
@@ -264,6 +310,7 @@ int main(void)
         cmocka_unit_test(test_decode_long_ranges),
         cmocka_unit_test(test_decode_four_rows),
         cmocka_unit_test(test_decode_many_splits),
+        cmocka_unit_test(test_decode_async),
         cmocka_unit_test(test_decode_legacy_and_gpu_geometry),
         cmocka_unit_test(test_decode_legacy_needs_it_at_creation),
     };

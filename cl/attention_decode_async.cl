@@ -1,0 +1,290 @@
+/* cl/attention_decode_async.cl — the key-parallel decode kernel (cl/attention_decode.cl) for f32
+ * storage on NVIDIA GPUs of compute capability 8.0 and up, with K and V blocks streamed into a
+ * ring of local memory by cp.async (cl/ptx_async.h) instead of through registers. Part of the
+ * attention program; needs attention_common.cl and attention_decode.cl.
+ *
+ * Why: the register-fed kernel holds the next K block and this block's V in registers (64 a
+ * work-item) and NVIDIA's compiler takes 246-255 registers for it, so two work-groups of four
+ * warps share a compute unit; each then waits out its own chain of loads, barriers and FMAs,
+ * about 3.2 us a 32-key block (bench/results/2026-11-27-session28.md). Here the copies need no
+ * registers: 104 a work-item, four work-groups a compute unit, and the next block is in flight
+ * for the whole of this block's math. H200, B1 Hq32 Hkv4 Sk65536 D128 f32: 0.0862 ms against
+ * 0.1064 (bench/results/2026-11-27-session29.md).
+ *
+ * Per block of BK keys, as the register-fed kernel's steps 2-4 (scores with Q broadcast from
+ * local memory, the rows' online softmax with warp shuffles, P·V), with K [BK][DP4 + 1] and
+ * V [BK][DP4] read from the block's slot. SL slots: block n + SL - 1 is issued at the top of
+ * block n, once the barrier there shows every work-item done with the slot it reuses.
+ *
+ * Geometry (WG, RT, BK, SL) per padded head-dim class and form (8 query rows a work-group, or 4
+ * for groups of at most 4 rows, which the host leaves out unless tuned in): the host
+ * (src/opencl/attention_decode_async.c) checks the divisibility rules and local memory, and takes
+ * these kernels only for f32 with k and v rows 16-byte aligned and a head dim that is a multiple
+ * of 4. WG 0 leaves a kernel out. */
+
+#if defined(FC_ATTN_ASYNC) && defined(FC_SG_NV_PTX) && !defined(FC_ATTN_GENERIC) &&             \
+    (FC_ATTN_KINDS & FC_ATTN_KIND_DECODE_KEYS)
+
+#ifndef FC_ATTN_A64
+#define FC_ATTN_A64 (128, 8, 32, 2)
+#endif
+#ifndef FC_ATTN_A128
+#define FC_ATTN_A128 (128, 8, 16, 2)
+#endif
+#ifndef FC_ATTN_A4_64
+#define FC_ATTN_A4_64 (0, 4, 16, 2)
+#endif
+#ifndef FC_ATTN_A4_128
+#define FC_ATTN_A4_128 (0, 4, 16, 2)
+#endif
+#define FC_ATTN_APICK0_(wg, rt, bk, sl) wg
+#define FC_ATTN_APICK1_(wg, rt, bk, sl) rt
+#define FC_ATTN_APICK2_(wg, rt, bk, sl) bk
+#define FC_ATTN_APICK3_(wg, rt, bk, sl) sl
+#define FC_ATTN_AWG_OF(t) FC_ATTN_APICK0_ t
+
+/* Register bounds: rows, and softmax keys per work-item (BK·RT / WG), over every tuple. */
+#define FC_ATTN_ART_F(t) (FC_ATTN_APICK0_ t > 0 ? FC_ATTN_APICK1_ t : 1)
+#define FC_ATTN_AKPI_F(t)                                                                      \
+    (FC_ATTN_APICK0_ t > 0 ? FC_ATTN_APICK2_ t * FC_ATTN_APICK1_ t / FC_ATTN_APICK0_ t : 1)
+#define FC_ATTN_AMAX(F)                                                                        \
+    FC_ATTN_MAX2(FC_ATTN_MAX2(F(FC_ATTN_A64), F(FC_ATTN_A128)),                                \
+                 FC_ATTN_MAX2(F(FC_ATTN_A4_64), F(FC_ATTN_A4_128)))
+#define FC_ATTN_ART_MAX FC_ATTN_AMAX(FC_ATTN_ART_F)
+#define FC_ATTN_AKPI_MAX FC_ATTN_AMAX(FC_ATTN_AKPI_F)
+
+/* Local memory in float4s (src/opencl/attention_decode_async.c computes the same): SL slots of
+ * K [BK][DP4 + 1] and V [BK][DP4] (or, at the end, the key groups' accumulators); Q; score
+ * partials; P; then floats: rescale factors, row maxima, one float per work-item. */
+#define FC_ATTN_ASLOT4(BK, DP) ((BK) * ((DP) / 4 + 1) + (BK) * ((DP) / 4))
+#define FC_ATTN_ASMEM4(BK, DP, WG, RT, SL)                                                     \
+    (FC_ATTN_MAX2((SL) * FC_ATTN_ASLOT4(BK, DP), (WG) * (RT)) + (RT) * ((DP) / 4) +           \
+     ((WG) + (BK)) * (RT) / 4 + (2 * (RT) + (WG) + 3) / 4)
+
+/* One work-group: RT query rows of one (batch, kv head) against the keys of one split. Same
+ * arguments, grid order and outputs as fc_attn_decode_keys. */
+FC_INLINE void fc_attn_decode_async(
+    __global const uchar *q, __global const uchar *k, __global const uchar *v,
+    __global uchar *o, __global float *lse, long4 qs, long4 ks, long4 vs, long4 os, long4 ls,
+    int4 dims, int4 grid, int4 mask, float2 score, long2 split_stride, int aligned,
+    int tail, __local float4 *smem, const int DP, const int WG, const int RT, const int BK,
+    const int SL)
+{
+    const int DT = FC_ATTN_F32;
+    const int DP4 = DP / 4, KS4 = DP4 + 1, SLOT4 = FC_ATTN_ASLOT4(BK, DP);
+    const int KH = WG / BK, DH4 = DP4 / KH;          /* scores: parts per key, their float4s */
+    const int SC = WG / RT, KPI = BK / SC;           /* softmax: team size, keys per item */
+    const int VL = DP4, KG = WG / VL, KPG = BK / KG; /* P·V: lanes per key, key groups */
+    const int CKP = WG / DP4, CPK = BK / CKP;        /* copies: keys per pass, passes */
+    const int Sq = dims.x, D = dims.z, G = dims.w, out_dt = mask.z, has_lse = mask.w;
+    const int lid = (int)get_local_id(0);
+    const int kk = lid % BK, kh = lid / BK;
+    const int sr = lid / SC, sc = lid % SC;
+    const int vl = lid % VL, kg = lid / VL;
+
+    __local float4 *ring = smem; /* also the accumulators at the end */
+    __local float4 *Ql = ring + FC_ATTN_MAX2(SL * SLOT4, WG * RT);
+    __local float *Sl = (__local float *)(Ql + RT * DP4); /* [KH][RT][BK] */
+    __local float *Pl = Sl + WG * RT;                      /* [BK][RT] */
+    __local float *Al = Pl + BK * RT;                      /* [RT] rescale factors */
+    __local float *Ml = Al + RT;                            /* [RT] row maxima (end) */
+    __local float *red = Ml + RT;                          /* [WG] */
+
+    FC_ATTN_PLACE(pl, dims, grid, mask, RT, 0, tail)
+    const int split = pl.split, b = pl.b, kvh = pl.kvh, rows = pl.rows, r0 = pl.r0;
+    const int ke = pl.ke;
+    const int rt_active = min(RT, rows - r0); /* rows past it do no arithmetic */
+    const long j_begin = pl.j_begin, j_end = pl.j_end;
+    const long j_stop = j_end >= j_begin ? j_end : -1; /* no visible key: no block */
+
+    const int2 step3_keys = FC_ATTN_ROW_KEYS(pl, r0 + sr, Sq, mask);
+    const int row_lo = step3_keys.x, row_hi = step3_keys.y;
+    float m = -INFINITY, l_part = 0.0f;
+    float4 acc[FC_ATTN_ART_MAX];
+    FC_ATTN_UNROLL for (int r = 0; r < RT; r++) acc[r] = (float4)(0.0f);
+
+    /* Copies: work-item lid moves float4 column cd4 of keys ck0, ck0 + CKP, ... of K and of V.
+     * Its addresses advance by constants: per-copy offsets kept across the loop would cost
+     * the registers this kernel exists to save. Columns past the head dim and keys past the
+     * split are zero-filled. */
+    const int cd4 = lid % DP4, ck0 = lid / DP4;
+    const uint cbytes = (uint)(4 * max(0, min(4, D - 4 * cd4)));
+    const __global uchar *k_col =
+        k + 4 * (fc_attn_row(ks, b, 0, kvh) + (ulong)((long)ck0 * ks.y) + (ulong)(4 * cd4));
+    const __global uchar *v_col =
+        v + 4 * (fc_attn_row(vs, b, 0, kvh) + (ulong)((long)ck0 * vs.y) + (ulong)(4 * cd4));
+    const long ksb = 4 * ks.y, vsb = 4 * vs.y; /* bytes per key */
+    const uint k_dst = fc_async_smem(ring) + 16u * (uint)(ck0 * KS4 + cd4);
+    const uint v_dst = fc_async_smem(ring) + 16u * (uint)(BK * KS4 + ck0 * DP4 + cd4);
+#define FC_ATTN_ASYNC_ISSUE(J0, S)                                                              \
+    {                                                                                          \
+        const __global uchar *kp = k_col + (J0) * ksb, *vp = v_col + (J0) * vsb;               \
+        const int jc = (int)(J0) + ck0;                                                        \
+        FC_ATTN_UNROLL for (int n = 0; n < CPK; n++) {                                         \
+            const uint bytes = jc + n * CKP < ke ? cbytes : 0u;                                \
+            fc_async_cp16(k_dst + 16u * (uint)((S) * SLOT4 + n * CKP * KS4),                   \
+                          bytes ? kp + n * CKP * ksb : k_col, bytes);                          \
+            fc_async_cp16(v_dst + 16u * (uint)((S) * SLOT4 + n * CKP * DP4),                   \
+                          bytes ? vp + n * CKP * vsb : v_col, bytes);                          \
+        }                                                                                      \
+    }
+
+    /* The first SL - 1 blocks in flight (a group each, empty past the last block, so that the
+     * wait below always counts SL - 2 younger groups) while Q arrives. */
+    long j0l = j_begin / BK * BK;
+    FC_ATTN_UNROLL for (int s = 0; s < SL - 1; s++) {
+        if (j0l + s * BK <= j_stop)
+            FC_ATTN_ASYNC_ISSUE(j0l + s * BK, s)
+        fc_async_commit();
+    }
+
+    /* Q of the tile, once, as f32 (published by the first block's barrier). */
+    FC_ATTN_UNROLL for (int n = 0; n < (RT * DP4 + WG - 1) / WG; n++) {
+        const int e = lid + n * WG, r = e / DP4, d = 4 * (e % DP4), row = r0 + r;
+        if (e < RT * DP4) {
+            const int2 gq = fc_attn_divmod(min(row, rows - 1), Sq);
+            const ulong at = fc_attn_row(qs, b, gq.y, kvh * G + gq.x) + d;
+            Ql[e] = fc_attn_raw_to_float4(
+                DT, row < rows && d < D ? fc_attn_load4_raw(DT, q, at, D - d, aligned & 1)
+                                        : (uint4)(0u));
+        }
+    }
+
+    int slot = 0;
+    for (; j0l <= j_stop; j0l += BK) {
+        const int j0 = (int)j0l;
+        /* 1. this block's copies landed (each work-item's own, then everyone's), and every
+         *    work-item is done with the previous block: its slot takes block n + SL - 1 */
+        fc_async_wait(SL - 2);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        {
+            const long jn = j0l + (SL - 1) * BK;
+            const int sn = slot == 0 ? SL - 1 : slot - 1;
+            if (jn <= j_stop)
+                FC_ATTN_ASYNC_ISSUE(jn, sn)
+            fc_async_commit();
+        }
+        __local const float4 *Kl = ring + slot * SLOT4;
+        __local const float4 *Vl = Kl + BK * KS4;
+
+        /* 2. partial scores of key kk over this item's part of the head dim */
+        {
+            float s[FC_ATTN_ART_MAX];
+            FC_ATTN_UNROLL for (int r = 0; r < RT; r++) s[r] = 0.0f;
+            FC_ATTN_UNROLL for (int k4 = 0; k4 < DH4; k4++) {
+                const float4 kf = Kl[kk * KS4 + kh * DH4 + k4];
+                FC_ATTN_UNROLL for (int r = 0; r < RT; r++) {
+                    if (r < rt_active) { /* uniform: no divergence */
+                        const float4 qf = Ql[r * DP4 + kh * DH4 + k4];
+                        s[r] = fma(qf.x, kf.x, fma(qf.y, kf.y, fma(qf.z, kf.z,
+                                                                fma(qf.w, kf.w, s[r]))));
+                    }
+                }
+            }
+            FC_ATTN_UNROLL for (int r = 0; r < RT; r++) Sl[(kh * RT + r) * BK + kk] = s[r];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+
+        /* 3. online softmax of row sr over this item's keys sc, sc + SC, ... */
+        {
+            float x[FC_ATTN_AKPI_MAX];
+            float mx = -INFINITY;
+            FC_ATTN_UNROLL for (int t = 0; t < KPI; t++) {
+                const int key = sc + SC * t, j = j0 + key;
+                float s = 0.0f;
+                FC_ATTN_UNROLL for (int h = 0; h < KH; h++) s += Sl[(h * RT + sr) * BK + key];
+                s = score.y != 0.0f ? score.y * tanh(score.x * s) : score.x * s;
+                x[t] = j < row_lo || j > row_hi ? -INFINITY : s;
+                mx = fmax(mx, x[t]);
+            }
+            for (int o_ = SC >> 1; o_ > 0; o_ >>= 1) /* SC <= 32 consecutive lanes */
+                mx = fmax(mx, fc_attn_shuffle_xor(mx, (uint)o_));
+            const float m_new = fmax(m, mx);
+            const float m_ref = m_new == -INFINITY ? 0.0f : m_new; /* no NaN from -inf - -inf */
+            const float alpha = exp2(m - m_ref);                   /* 0 while nothing was seen */
+            float sum = 0.0f;
+            m = m_new;
+            FC_ATTN_UNROLL for (int t = 0; t < KPI; t++) {
+                const float p = exp2(x[t] - m_ref);
+                sum += p;
+                Pl[(sc + SC * t) * RT + sr] = p;
+            }
+            l_part = l_part * alpha + sum;
+            if (sc == 0)
+                Al[sr] = alpha;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+
+        /* 4. O = O·alpha + P·V over this group's keys kg, kg + KG, ... */
+        FC_ATTN_UNROLL for (int r = 0; r < RT; r++) acc[r] *= Al[r];
+        FC_ATTN_UNROLL for (int n = 0; n < KPG; n++) {
+            const int key = kg + KG * n;
+            const float4 vf = Vl[key * DP4 + vl];
+            FC_ATTN_UNROLL for (int r4 = 0; r4 < RT / 4; r4++) {
+                const float4 p4 = ((__local float4 *)Pl)[key * (RT / 4) + r4];
+                FC_ATTN_UNROLL for (int e = 0; e < 4; e++) {
+                    const int r = 4 * r4 + e;
+                    const float p = e == 0 ? p4.x : e == 1 ? p4.y : e == 2 ? p4.z : p4.w;
+                    if (r < rt_active)
+                        acc[r] = fma((float4)(p), vf, acc[r]);
+                }
+            }
+        }
+        slot = slot == SL - 1 ? 0 : slot + 1;
+    }
+#undef FC_ATTN_ASYNC_ISSUE
+
+    /* ---- add the key groups' accumulators and the row sums, normalise once, store ---- */
+    fc_async_wait(0); /* (only empty groups can be pending) */
+    barrier(CLK_LOCAL_MEM_FENCE); /* the ring, P and red are free */
+    FC_ATTN_UNROLL for (int r = 0; r < RT; r++) ring[(kg * RT + r) * DP4 + vl] = acc[r];
+    red[lid] = l_part;
+    if (sc == 0)
+        Ml[sr] = m;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    FC_ATTN_UNROLL for (int n = 0; n < (RT * DP4 + WG - 1) / WG; n++) {
+        const int e = lid + n * WG, r = e / DP4, d4 = e % DP4, row = r0 + r;
+        if (e < RT * DP4 && row < rows) {
+            float4 a = ring[r * DP4 + d4];
+            for (int g = 1; g < KG; g++) a += ring[(g * RT + r) * DP4 + d4];
+            float l = 0.0f;
+            for (int c = 0; c < SC; c++) l += red[r * SC + c];
+            const int2 gq = fc_attn_divmod(row, Sq);
+            const int qi = gq.y, h = kvh * G + gq.x, d = 4 * d4;
+            const float inv = l > 0.0f ? 1.0f / l : 0.0f; /* no visible key: zeros */
+            const ulong orow = fc_attn_row(os, b, qi, h) + (ulong)((long)split * split_stride.x);
+            if (d < D)
+                fc_attn_store4(out_dt, o, orow + d, D - d, aligned & 8, a * inv);
+            if (has_lse && d4 == 0)
+                lse[fc_attn_row(ls, b, h, qi) + (ulong)((long)split * split_stride.y)] =
+                    l > 0.0f ? (Ml[r] + log2(l)) * FC_ATTN_LN2 : -INFINITY;
+        }
+    }
+}
+
+#define FC_ATTN_DECODE_ASYNC_(name, DP, WG, RT, BK, SL)                                         \
+    __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void name(FC_ATTN_FORWARD_PARAMS) \
+    {                                                                                          \
+        __local float4 smem[FC_ATTN_ASMEM4(BK, DP, WG, RT, SL)];                               \
+        (void)in_dtype;                                                                        \
+        fc_attn_decode_async(FC_ATTN_FORWARD_ARGS, smem, DP, WG, RT, BK, SL);                   \
+    }
+#define FC_ATTN_DECODE_ASYNC(name, DP, t)                                                       \
+    FC_ATTN_DECODE_ASYNC_(name, DP, FC_ATTN_APICK0_ t, FC_ATTN_APICK1_ t, FC_ATTN_APICK2_ t,    \
+                         FC_ATTN_APICK3_ t)
+
+/* form: async (eight rows) or async4 (four); f32 only */
+#if FC_ATTN_AWG_OF(FC_ATTN_A64) > 0
+FC_WITH_F32(FC_ATTN_DECODE_ASYNC(fc_attn_decode_async_d64_f32, 64, FC_ATTN_A64))
+#endif
+#if FC_ATTN_AWG_OF(FC_ATTN_A128) > 0
+FC_WITH_F32(FC_ATTN_DECODE_ASYNC(fc_attn_decode_async_d128_f32, 128, FC_ATTN_A128))
+#endif
+#if FC_ATTN_AWG_OF(FC_ATTN_A4_64) > 0
+FC_WITH_F32(FC_ATTN_DECODE_ASYNC(fc_attn_decode_async4_d64_f32, 64, FC_ATTN_A4_64))
+#endif
+#if FC_ATTN_AWG_OF(FC_ATTN_A4_128) > 0
+FC_WITH_F32(FC_ATTN_DECODE_ASYNC(fc_attn_decode_async4_d128_f32, 128, FC_ATTN_A4_128))
+#endif
+
+#endif
