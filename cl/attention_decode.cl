@@ -123,6 +123,122 @@ FC_INLINE float4 fc_attn_pair2_to_float4(const int dt, uint2 w)
     return fc_attn_raw_to_float4(dt, (uint4)(w, 0u, 0u));
 }
 
+/* ---- the steps both forms share (this kernel and its cp.async form, attention_decode_async.cl).
+ * Register arrays are bounded by FC_ATTN_KRT_BOUND rows and FC_ATTN_KKPI_BOUND softmax keys a
+ * work-item (the cp.async form's host checks its tuples against them). */
+#define FC_ATTN_KRT_BOUND FC_ATTN_MAX2(FC_ATTN_KRT_MAX, 8)
+#define FC_ATTN_KKPI_BOUND FC_ATTN_MAX2(FC_ATTN_KKPI_MAX, 4)
+
+/* Q of rows r0.. of the tile into Ql [RT][DP4] as f32, zeros past the rows or the head dim
+ * (published by the first block's barrier). A macro: as an inline function it cost NVIDIA's
+ * compiler 6 more registers in the four-row kernel (clang + ptxas). */
+#define FC_ATTN_KEYS_LOAD_Q(Ql, DT, WG, RT, DP4)                                               \
+    FC_ATTN_UNROLL for (int n_ = 0; n_ < ((RT) * (DP4) + (WG) - 1) / (WG); n_++) {             \
+        const int e_ = lid + n_ * (WG), r_ = e_ / (DP4), d_ = 4 * (e_ % (DP4)), row_ = r0 + r_; \
+        if (e_ < (RT) * (DP4)) {                                                               \
+            const int2 gq_ = fc_attn_divmod(min(row_, rows - 1), Sq);                          \
+            const ulong at_ = fc_attn_row(qs, b, gq_.y, kvh * G + gq_.x) + d_;                 \
+            Ql[e_] = fc_attn_raw_to_float4(                                                    \
+                DT, row_ < rows && d_ < D ? fc_attn_load4_raw(DT, q, at_, D - d_, aligned & 1) \
+                                          : (uint4)(0u));                                      \
+        }                                                                                      \
+    }
+
+/* Step 2: partial scores of key kk over part kh of the head dim (DH4 float4s) for the RT rows,
+ * from K [BK][DP4 + 1] and Q [RT][DP4] in local memory, into Sl [BK / WG parts][RT][BK]. */
+FC_INLINE void fc_attn_keys_scores(__local const float4 *Kl, __local const float4 *Ql,
+                                   __local float *Sl, int kk, int kh, int rt_active,
+                                   const int RT, const int BK, const int DP4, const int DH4)
+{
+    float s[FC_ATTN_KRT_BOUND];
+    FC_ATTN_UNROLL for (int r = 0; r < RT; r++) s[r] = 0.0f;
+    FC_ATTN_UNROLL for (int k4 = 0; k4 < DH4; k4++) {
+        const float4 kf = Kl[kk * (DP4 + 1) + kh * DH4 + k4];
+        FC_ATTN_UNROLL for (int r = 0; r < RT; r++) {
+            if (r < rt_active) { /* uniform: no divergence */
+                const float4 qf = Ql[r * DP4 + kh * DH4 + k4];
+                s[r] = fma(qf.x, kf.x, fma(qf.y, kf.y, fma(qf.z, kf.z, fma(qf.w, kf.w, s[r]))));
+            }
+        }
+    }
+    FC_ATTN_UNROLL for (int r = 0; r < RT; r++) Sl[(kh * RT + r) * BK + kk] = s[r];
+}
+
+/* Step 3: online softmax of row sr over keys sc, sc + SC, ... of the block at j0 (KH partial
+ * sums each): P [BK][RT] and the row's rescale factor Al[sr]; *m and *l_part (this work-item's
+ * share of the row sum) move on. The row max is reduced by warp shuffles (`shuffle`: SC <= 32
+ * consecutive lanes) or through `red` and one barrier. */
+FC_INLINE void fc_attn_keys_softmax(__local const float *Sl, __local float *Pl,
+                                    __local float *Al, __local float *red, float *m,
+                                    float *l_part, int j0, int row_lo, int row_hi, float2 score,
+                                    int lid, int sr, int sc, const int RT, const int BK,
+                                    const int KH, const int SC, const int KPI, const int shuffle)
+{
+    float x[FC_ATTN_KKPI_BOUND];
+    float mx = -INFINITY;
+    FC_ATTN_UNROLL for (int t = 0; t < KPI; t++) {
+        const int key = sc + SC * t, j = j0 + key;
+        float s = 0.0f;
+        FC_ATTN_UNROLL for (int h = 0; h < KH; h++) s += Sl[(h * RT + sr) * BK + key];
+        s = score.y != 0.0f ? score.y * tanh(score.x * s) : score.x * s;
+        x[t] = j < row_lo || j > row_hi ? -INFINITY : s;
+        mx = fmax(mx, x[t]);
+    }
+    if (shuffle) {
+#if FC_ATTN_SHUFFLE
+        for (int o_ = SC >> 1; o_ > 0; o_ >>= 1) mx = fmax(mx, fc_attn_shuffle_xor(mx, (uint)o_));
+#endif
+    } else {
+        red[lid] = mx;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        FC_ATTN_UNROLL for (int c = 0; c < SC; c++) mx = fmax(mx, red[sr * SC + c]);
+    }
+    const float m_new = fmax(*m, mx);
+    const float m_ref = m_new == -INFINITY ? 0.0f : m_new; /* no NaN from -inf - -inf */
+    const float alpha = exp2(*m - m_ref);                  /* 0 while nothing was seen */
+    float sum = 0.0f;
+    *m = m_new;
+    FC_ATTN_UNROLL for (int t = 0; t < KPI; t++) {
+        const float p = exp2(x[t] - m_ref);
+        sum += p;
+        Pl[(sc + SC * t) * RT + sr] = p;
+    }
+    *l_part = *l_part * alpha + sum;
+    if (sc == 0)
+        Al[sr] = alpha;
+}
+
+/* The end: rows r0.. of the tile add the KG key groups' accumulators (accl [KG][RT][DP4]) and
+ * their row-sum shares (red [RT][SC]), normalise once, and store o (or the split's partial)
+ * and lse (natural log, from the row maxima Ml in log2 units). */
+FC_INLINE void fc_attn_keys_store(__local const float4 *accl, __local const float *red,
+                                  __local const float *Ml, __global uchar *o,
+                                  __global float *lse, long4 os, long4 ls, long2 split_stride,
+                                  int split, int b, int kvh, int G, int Sq, int D, int r0,
+                                  int rows, int out_dt, int has_lse, int aligned, int lid,
+                                  const int WG, const int RT, const int DP4, const int KG,
+                                  const int SC)
+{
+    FC_ATTN_UNROLL for (int n = 0; n < (RT * DP4 + WG - 1) / WG; n++) {
+        const int e = lid + n * WG, r = e / DP4, d4 = e % DP4, row = r0 + r;
+        if (e < RT * DP4 && row < rows) {
+            float4 a = accl[r * DP4 + d4];
+            for (int g = 1; g < KG; g++) a += accl[(g * RT + r) * DP4 + d4];
+            float l = 0.0f;
+            for (int c = 0; c < SC; c++) l += red[r * SC + c];
+            const int2 gq = fc_attn_divmod(row, Sq);
+            const int qi = gq.y, h = kvh * G + gq.x, d = 4 * d4;
+            const float inv = l > 0.0f ? 1.0f / l : 0.0f; /* no visible key: zeros */
+            const ulong orow = fc_attn_row(os, b, qi, h) + (ulong)((long)split * split_stride.x);
+            if (d < D)
+                fc_attn_store4(out_dt, o, orow + d, D - d, aligned & 8, a * inv);
+            if (has_lse && d4 == 0)
+                lse[fc_attn_row(ls, b, h, qi) + (ulong)((long)split * split_stride.y)] =
+                    l > 0.0f ? (Ml[r] + log2(l)) * FC_ATTN_LN2 : -INFINITY;
+        }
+    }
+}
+
 /* One work-group: RT query rows of one (batch, kv head) against the keys of one split. Same
  * arguments, grid order and outputs as fc_attn_forward_tile (cl/attention_forward.cl). DT and
  * DP are literals in the per-dtype kernels, run-time values in the generic one. */
@@ -208,17 +324,7 @@ FC_INLINE void fc_attn_decode_keys(
         FC_ATTN_FETCH_V(j0l)
     }
 
-    /* Q of the tile, once, as f32 (published by the first block's barrier). */
-    FC_ATTN_UNROLL for (int n = 0; n < (RT * DP4 + WG - 1) / WG; n++) {
-        const int e = lid + n * WG, r = e / DP4, d = 4 * (e % DP4), row = r0 + r;
-        if (e < RT * DP4) {
-            const int2 gq = fc_attn_divmod(min(row, rows - 1), Sq);
-            const ulong at = fc_attn_row(qs, b, gq.y, kvh * G + gq.x) + d;
-            Ql[e] = fc_attn_raw_to_float4(
-                DT, row < rows && d < D ? fc_attn_load4_raw(DT, q, at, D - d, aligned & 1)
-                                        : (uint4)(0u));
-        }
-    }
+    FC_ATTN_KEYS_LOAD_Q(Ql, DT, WG, RT, DP4) /* (uses lid, r0, rows, Sq, qs, b, kvh, G, D) */
 
     for (; j0l <= j_stop; j0l += BK) {
         const int j0 = (int)j0l;
@@ -242,59 +348,12 @@ FC_INLINE void fc_attn_decode_keys(
         barrier(CLK_LOCAL_MEM_FENCE);
 
         /* 2. partial scores of key kk over this item's part of the head dim */
-        {
-            float s[FC_ATTN_KRT_MAX];
-            FC_ATTN_UNROLL for (int r = 0; r < RT; r++) s[r] = 0.0f;
-            FC_ATTN_UNROLL for (int k4 = 0; k4 < DH4; k4++) {
-                const float4 kf = Kl[kk * KS4 + kh * DH4 + k4];
-                FC_ATTN_UNROLL for (int r = 0; r < RT; r++) {
-                    if (r < rt_active) { /* uniform: no divergence */
-                        const float4 qf = Ql[r * DP4 + kh * DH4 + k4];
-                        s[r] = fma(qf.x, kf.x, fma(qf.y, kf.y, fma(qf.z, kf.z,
-                                                                fma(qf.w, kf.w, s[r]))));
-                    }
-                }
-            }
-            FC_ATTN_UNROLL for (int r = 0; r < RT; r++) Sl[(kh * RT + r) * BK + kk] = s[r];
-        }
+        fc_attn_keys_scores(Kl, Ql, Sl, kk, kh, rt_active, RT, BK, DP4, DH4);
         barrier(CLK_LOCAL_MEM_FENCE);
 
         /* 3. online softmax of row sr over this item's keys sc, sc + SC, ... */
-        {
-            float x[FC_ATTN_KKPI_MAX];
-            float mx = -INFINITY;
-            FC_ATTN_UNROLL for (int t = 0; t < KPI; t++) {
-                const int key = sc + SC * t, j = j0 + key;
-                float s = 0.0f;
-                FC_ATTN_UNROLL for (int h = 0; h < KH; h++) s += Sl[(h * RT + sr) * BK + key];
-                s = score.y != 0.0f ? score.y * tanh(score.x * s) : score.x * s;
-                x[t] = j < row_lo || j > row_hi ? -INFINITY : s;
-                mx = fmax(mx, x[t]);
-            }
-            if (shuffle) {
-#if FC_ATTN_SHUFFLE
-                for (int o_ = SC >> 1; o_ > 0; o_ >>= 1)
-                    mx = fmax(mx, fc_attn_shuffle_xor(mx, (uint)o_));
-#endif
-            } else {
-                red[lid] = mx;
-                barrier(CLK_LOCAL_MEM_FENCE);
-                FC_ATTN_UNROLL for (int c = 0; c < SC; c++) mx = fmax(mx, red[sr * SC + c]);
-            }
-            const float m_new = fmax(m, mx);
-            const float m_ref = m_new == -INFINITY ? 0.0f : m_new; /* no NaN from -inf - -inf */
-            const float alpha = exp2(m - m_ref);                   /* 0 while nothing was seen */
-            float sum = 0.0f;
-            m = m_new;
-            FC_ATTN_UNROLL for (int t = 0; t < KPI; t++) {
-                const float p = exp2(x[t] - m_ref);
-                sum += p;
-                Pl[(sc + SC * t) * RT + sr] = p;
-            }
-            l_part = l_part * alpha + sum;
-            if (sc == 0)
-                Al[sr] = alpha;
-        }
+        fc_attn_keys_softmax(Sl, Pl, Al, red, &m, &l_part, j0, row_lo, row_hi, score, lid, sr,
+                             sc, RT, BK, KH, SC, KPI, shuffle);
         barrier(CLK_LOCAL_MEM_FENCE);
 
         /* 4. O = O·alpha + P·V over this group's keys kg, kg + KG, ... */
@@ -337,24 +396,8 @@ FC_INLINE void fc_attn_decode_keys(
     if (sc == 0)
         Ml[sr] = m;
     barrier(CLK_LOCAL_MEM_FENCE);
-    FC_ATTN_UNROLL for (int n = 0; n < (RT * DP4 + WG - 1) / WG; n++) {
-        const int e = lid + n * WG, r = e / DP4, d4 = e % DP4, row = r0 + r;
-        if (e < RT * DP4 && row < rows) {
-            float4 a = Kl[r * DP4 + d4];
-            for (int g = 1; g < KG; g++) a += Kl[(g * RT + r) * DP4 + d4];
-            float l = 0.0f;
-            for (int c = 0; c < SC; c++) l += red[r * SC + c];
-            const int2 gq = fc_attn_divmod(row, Sq);
-            const int qi = gq.y, h = kvh * G + gq.x, d = 4 * d4;
-            const float inv = l > 0.0f ? 1.0f / l : 0.0f; /* no visible key: zeros */
-            const ulong orow = fc_attn_row(os, b, qi, h) + (ulong)((long)split * split_stride.x);
-            if (d < D)
-                fc_attn_store4(out_dt, o, orow + d, D - d, aligned & 8, a * inv);
-            if (has_lse && d4 == 0)
-                lse[fc_attn_row(ls, b, h, qi) + (ulong)((long)split * split_stride.y)] =
-                    l > 0.0f ? (Ml[r] + log2(l)) * FC_ATTN_LN2 : -INFINITY;
-        }
-    }
+    fc_attn_keys_store(Kl, red, Ml, o, lse, os, ls, split_stride, split, b, kvh, G, Sq, D, r0, rows,
+                       out_dt, has_lse, aligned, lid, WG, RT, DP4, KG, SC);
 }
 
 /* Per-dtype kernels per head-dim class (GPUs), or one generic kernel (FC_ATTN_GENERIC: CPUs)

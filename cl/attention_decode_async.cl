@@ -11,10 +11,11 @@
  * for the whole of this block's math. H200, B1 Hq32 Hkv4 Sk65536 D128 f32: 0.0862 ms against
  * 0.1064 (bench/results/2026-11-27-session29.md).
  *
- * Per block of BK keys, as the register-fed kernel's steps 2-4 (scores with Q broadcast from
- * local memory, the rows' online softmax with warp shuffles, P·V), with K [BK][DP4 + 1] and
- * V [BK][DP4] read from the block's slot. SL slots: block n + SL - 1 is issued at the top of
- * block n, once the barrier there shows every work-item done with the slot it reuses.
+ * Per block of BK keys, the register-fed kernel's steps 2-4 (its fc_attn_keys_* helpers for the
+ * scores with Q broadcast from local memory and the rows' online softmax with warp shuffles;
+ * P·V here), with K [BK][DP4 + 1] and V [BK][DP4] read from the block's slot. SL slots: block
+ * n + SL - 1 is issued at the top of block n, once the barrier there shows every work-item done
+ * with the slot it reuses.
  *
  * Geometry (WG, RT, BK, SL) per padded head-dim class and form (8 query rows a work-group, or 4
  * for groups of at most 4 rows, which the host leaves out unless tuned in): the host
@@ -43,15 +44,12 @@
 #define FC_ATTN_APICK3_(wg, rt, bk, sl) sl
 #define FC_ATTN_AWG_OF(t) FC_ATTN_APICK0_ t
 
-/* Register bounds: rows, and softmax keys per work-item (BK·RT / WG), over every tuple. */
+/* Register bound of the accumulators: rows, over every tuple (the shared steps' bounds are
+ * attention_decode.cl's FC_ATTN_KRT_BOUND and FC_ATTN_KKPI_BOUND). */
 #define FC_ATTN_ART_F(t) (FC_ATTN_APICK0_ t > 0 ? FC_ATTN_APICK1_ t : 1)
-#define FC_ATTN_AKPI_F(t)                                                                      \
-    (FC_ATTN_APICK0_ t > 0 ? FC_ATTN_APICK2_ t * FC_ATTN_APICK1_ t / FC_ATTN_APICK0_ t : 1)
-#define FC_ATTN_AMAX(F)                                                                        \
-    FC_ATTN_MAX2(FC_ATTN_MAX2(F(FC_ATTN_A64), F(FC_ATTN_A128)),                                \
-                 FC_ATTN_MAX2(F(FC_ATTN_A4_64), F(FC_ATTN_A4_128)))
-#define FC_ATTN_ART_MAX FC_ATTN_AMAX(FC_ATTN_ART_F)
-#define FC_ATTN_AKPI_MAX FC_ATTN_AMAX(FC_ATTN_AKPI_F)
+#define FC_ATTN_ART_MAX                                                                        \
+    FC_ATTN_MAX2(FC_ATTN_MAX2(FC_ATTN_ART_F(FC_ATTN_A64), FC_ATTN_ART_F(FC_ATTN_A128)),        \
+                 FC_ATTN_MAX2(FC_ATTN_ART_F(FC_ATTN_A4_64), FC_ATTN_ART_F(FC_ATTN_A4_128)))
 
 /* Local memory in float4s (src/opencl/attention_decode_async.c computes the same): SL slots of
  * K [BK][DP4 + 1] and V [BK][DP4] (or, at the end, the key groups' accumulators); Q; score
@@ -138,17 +136,7 @@ FC_INLINE void fc_attn_decode_async(
         fc_async_commit();
     }
 
-    /* Q of the tile, once, as f32 (published by the first block's barrier). */
-    FC_ATTN_UNROLL for (int n = 0; n < (RT * DP4 + WG - 1) / WG; n++) {
-        const int e = lid + n * WG, r = e / DP4, d = 4 * (e % DP4), row = r0 + r;
-        if (e < RT * DP4) {
-            const int2 gq = fc_attn_divmod(min(row, rows - 1), Sq);
-            const ulong at = fc_attn_row(qs, b, gq.y, kvh * G + gq.x) + d;
-            Ql[e] = fc_attn_raw_to_float4(
-                DT, row < rows && d < D ? fc_attn_load4_raw(DT, q, at, D - d, aligned & 1)
-                                        : (uint4)(0u));
-        }
-    }
+    FC_ATTN_KEYS_LOAD_Q(Ql, DT, WG, RT, DP4) /* (uses lid, r0, rows, Sq, qs, b, kvh, G, D) */
 
     int slot = 0;
     for (; j0l <= j_stop; j0l += BK) {
@@ -168,51 +156,12 @@ FC_INLINE void fc_attn_decode_async(
         __local const float4 *Vl = Kl + BK * KS4;
 
         /* 2. partial scores of key kk over this item's part of the head dim */
-        {
-            float s[FC_ATTN_ART_MAX];
-            FC_ATTN_UNROLL for (int r = 0; r < RT; r++) s[r] = 0.0f;
-            FC_ATTN_UNROLL for (int k4 = 0; k4 < DH4; k4++) {
-                const float4 kf = Kl[kk * KS4 + kh * DH4 + k4];
-                FC_ATTN_UNROLL for (int r = 0; r < RT; r++) {
-                    if (r < rt_active) { /* uniform: no divergence */
-                        const float4 qf = Ql[r * DP4 + kh * DH4 + k4];
-                        s[r] = fma(qf.x, kf.x, fma(qf.y, kf.y, fma(qf.z, kf.z,
-                                                                fma(qf.w, kf.w, s[r]))));
-                    }
-                }
-            }
-            FC_ATTN_UNROLL for (int r = 0; r < RT; r++) Sl[(kh * RT + r) * BK + kk] = s[r];
-        }
+        fc_attn_keys_scores(Kl, Ql, Sl, kk, kh, rt_active, RT, BK, DP4, DH4);
         barrier(CLK_LOCAL_MEM_FENCE);
 
-        /* 3. online softmax of row sr over this item's keys sc, sc + SC, ... */
-        {
-            float x[FC_ATTN_AKPI_MAX];
-            float mx = -INFINITY;
-            FC_ATTN_UNROLL for (int t = 0; t < KPI; t++) {
-                const int key = sc + SC * t, j = j0 + key;
-                float s = 0.0f;
-                FC_ATTN_UNROLL for (int h = 0; h < KH; h++) s += Sl[(h * RT + sr) * BK + key];
-                s = score.y != 0.0f ? score.y * tanh(score.x * s) : score.x * s;
-                x[t] = j < row_lo || j > row_hi ? -INFINITY : s;
-                mx = fmax(mx, x[t]);
-            }
-            for (int o_ = SC >> 1; o_ > 0; o_ >>= 1) /* SC <= 32 consecutive lanes */
-                mx = fmax(mx, fc_attn_shuffle_xor(mx, (uint)o_));
-            const float m_new = fmax(m, mx);
-            const float m_ref = m_new == -INFINITY ? 0.0f : m_new; /* no NaN from -inf - -inf */
-            const float alpha = exp2(m - m_ref);                   /* 0 while nothing was seen */
-            float sum = 0.0f;
-            m = m_new;
-            FC_ATTN_UNROLL for (int t = 0; t < KPI; t++) {
-                const float p = exp2(x[t] - m_ref);
-                sum += p;
-                Pl[(sc + SC * t) * RT + sr] = p;
-            }
-            l_part = l_part * alpha + sum;
-            if (sc == 0)
-                Al[sr] = alpha;
-        }
+        /* 3. online softmax of row sr over this item's keys sc, sc + SC, ... (shuffles) */
+        fc_attn_keys_softmax(Sl, Pl, Al, red, &m, &l_part, j0, row_lo, row_hi, score, lid, sr,
+                             sc, RT, BK, KH, SC, KPI, 1);
         barrier(CLK_LOCAL_MEM_FENCE);
 
         /* 4. O = O·alpha + P·V over this group's keys kg, kg + KG, ... */
@@ -242,24 +191,8 @@ FC_INLINE void fc_attn_decode_async(
     if (sc == 0)
         Ml[sr] = m;
     barrier(CLK_LOCAL_MEM_FENCE);
-    FC_ATTN_UNROLL for (int n = 0; n < (RT * DP4 + WG - 1) / WG; n++) {
-        const int e = lid + n * WG, r = e / DP4, d4 = e % DP4, row = r0 + r;
-        if (e < RT * DP4 && row < rows) {
-            float4 a = ring[r * DP4 + d4];
-            for (int g = 1; g < KG; g++) a += ring[(g * RT + r) * DP4 + d4];
-            float l = 0.0f;
-            for (int c = 0; c < SC; c++) l += red[r * SC + c];
-            const int2 gq = fc_attn_divmod(row, Sq);
-            const int qi = gq.y, h = kvh * G + gq.x, d = 4 * d4;
-            const float inv = l > 0.0f ? 1.0f / l : 0.0f; /* no visible key: zeros */
-            const ulong orow = fc_attn_row(os, b, qi, h) + (ulong)((long)split * split_stride.x);
-            if (d < D)
-                fc_attn_store4(out_dt, o, orow + d, D - d, aligned & 8, a * inv);
-            if (has_lse && d4 == 0)
-                lse[fc_attn_row(ls, b, h, qi) + (ulong)((long)split * split_stride.y)] =
-                    l > 0.0f ? (Ml[r] + log2(l)) * FC_ATTN_LN2 : -INFINITY;
-        }
-    }
+    fc_attn_keys_store(ring, red, Ml, o, lse, os, ls, split_stride, split, b, kvh, G, Sq, D, r0,
+                       rows, out_dt, has_lse, aligned, lid, WG, RT, DP4, KG, SC);
 }
 
 #define FC_ATTN_DECODE_ASYNC_(name, DP, WG, RT, BK, SL)                                         \

@@ -52,6 +52,7 @@ static int async_valid(const fc_attn_async_tile *t, int dp, int warp)
     if (wg <= 0 || warp <= 0 || wg % warp || rt < 4 || rt > 8 || rt % 4 || wg % rt) return 0;
     if (t->slots < 2 || t->slots > 4 || bk < 1 || wg % bk || dp4 % (wg / bk)) return 0;
     if (wg / rt > warp || bk % (wg / rt)) return 0;   /* softmax team: SC <= a warp, KPI >= 1 */
+    if (bk * rt / wg > 4) return 0;                   /* KPI within FC_ATTN_KKPI_BOUND */
     if (dp4 > wg || wg % dp4 || bk % (wg / dp4)) return 0; /* P·V key groups and the copies */
     return 1;
 }
