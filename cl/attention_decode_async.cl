@@ -32,6 +32,9 @@
 #ifndef FC_ATTN_A128
 #define FC_ATTN_A128 (128, 8, 16, 2)
 #endif
+#ifndef FC_ATTN_A256
+#define FC_ATTN_A256 (0, 8, 8, 2)
+#endif
 #ifndef FC_ATTN_A4_64
 #define FC_ATTN_A4_64 (0, 4, 16, 2)
 #endif
@@ -49,7 +52,9 @@
 #define FC_ATTN_ART_F(t) (FC_ATTN_APICK0_ t > 0 ? FC_ATTN_APICK1_ t : 1)
 #define FC_ATTN_ART_MAX                                                                        \
     FC_ATTN_MAX2(FC_ATTN_MAX2(FC_ATTN_ART_F(FC_ATTN_A64), FC_ATTN_ART_F(FC_ATTN_A128)),        \
-                 FC_ATTN_MAX2(FC_ATTN_ART_F(FC_ATTN_A4_64), FC_ATTN_ART_F(FC_ATTN_A4_128)))
+                 FC_ATTN_MAX2(FC_ATTN_ART_F(FC_ATTN_A256),                                     \
+                              FC_ATTN_MAX2(FC_ATTN_ART_F(FC_ATTN_A4_64),                       \
+                                           FC_ATTN_ART_F(FC_ATTN_A4_128))))
 
 /* Local memory in float4s (src/opencl/attention_decode_async.c computes the same): SL slots of
  * K [BK][DP4 + 1] and V [BK][DP4] (or, at the end, the key groups' accumulators); Q; score
@@ -212,6 +217,9 @@ FC_WITH_F32(FC_ATTN_DECODE_ASYNC(fc_attn_decode_async_d64_f32, 64, FC_ATTN_A64))
 #endif
 #if FC_ATTN_AWG_OF(FC_ATTN_A128) > 0
 FC_WITH_F32(FC_ATTN_DECODE_ASYNC(fc_attn_decode_async_d128_f32, 128, FC_ATTN_A128))
+#endif
+#if FC_ATTN_AWG_OF(FC_ATTN_A256) > 0
+FC_WITH_F32(FC_ATTN_DECODE_ASYNC(fc_attn_decode_async_d256_f32, 256, FC_ATTN_A256))
 #endif
 #if FC_ATTN_AWG_OF(FC_ATTN_A4_64) > 0
 FC_WITH_F32(FC_ATTN_DECODE_ASYNC(fc_attn_decode_async4_d64_f32, 64, FC_ATTN_A4_64))

@@ -152,11 +152,11 @@ static void test_decode_four_rows(void **state)
 
 /* f32 decode through the key-parallel kernel's cp.async form (NVIDIA sm80+ builds it; it takes
  * f32 calls whose k and v rows are 16-byte aligned) and, with FLASHCL_ATTENTION_NO_ASYNC=1,
- * through the register-fed form, against one reference: the 64 and 128 classes (D 32 to 128),
- * keys fewer than a block, a tile whose rows run out mid-tile, and the padded layout the
- * cp.async form declines. A second context is created with its four-row form tuned in (the
- * library leaves it out), so that groups of at most 4 rows take it too. Where the cp.async form
- * is not built, both runs take the same kernel. */
+ * through the register-fed form, against one reference: every class (D 32 to 256), keys fewer
+ * than a block, a tile whose rows run out mid-tile, and the padded layout the cp.async form
+ * declines. A second context is created with its four-row form and its D256 kernel tuned in
+ * (the library leaves them out), so that groups of at most 4 rows and D256 take it too. Where
+ * the cp.async form is not built, both runs take the same kernel. */
 static void test_decode_async(void **state)
 {
     (void)state;
@@ -167,10 +167,11 @@ static void test_decode_async(void **state)
         {1, 2, 1777, 4, 2, 80, 3, -1},   {1, 1, 100, 8, 1, 32, 0, -1},
         {1, 1, 5, 8, 1, 64, 0, -1},      {3, 1, 1500, 6, 3, 128, 9, -1},
         {1, 4, 6001, 8, 4, 128, 40, 999}, {2, 2, 333, 16, 4, 64, 0, 50},
+        {1, 1, 3000, 8, 1, 256, 0, -1},  {1, 2, 999, 8, 2, 200, 6, -1},
     };
     uint64_t seed = tu_base_seed() + 1200;
     flashcl_context *rows4 = NULL;
-    setenv("FLASHCL_ATTENTION_TILES", "A4_64=64,4,16,2;A4_128=64,4,16,2", 1);
+    setenv("FLASHCL_ATTENTION_TILES", "A4_64=64,4,16,2;A4_128=64,4,16,2;A256=64,8,8,2", 1);
     flashcl_status st = tu_context_create(tu_cache_dir(), &rows4);
     unsetenv("FLASHCL_ATTENTION_TILES");
     assert_int_equal(st, FLASHCL_SUCCESS);
