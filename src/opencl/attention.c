@@ -340,7 +340,7 @@ static void plan_splits(const fc_cl_context *ctx, const fc_attention_desc *d, fc
 /* Chooses the family (decode when the rows of a kv head fit in four small decode tiles: their
  * extra passes over the keys hit the cache, while a prefill tile would compute its empty rows)
  * and, for decode, the key-parallel kernel (its four-row form where a (batch, kv head) holds at
- * most 4 query rows; the tiled one when FLASHCL_ATTENTION_DECODE_LEGACY=1
+ * most 4 query rows, its cp.async form for f32 on NVIDIA sm80+; the tiled one when FLASHCL_ATTENTION_DECODE_LEGACY=1
  * asks for it, or when it is all this class has); the number of key splits (when the tiles
  * alone would leave the device idle and keys are many, and always enough that no work-group
  * walks more keys than a driver's loop limit allows: that minimum overrides

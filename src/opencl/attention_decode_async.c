@@ -81,7 +81,7 @@ static void async_override(int form, fc_attn_async_tile tiles[FC_ATTN_DIM_CLASSE
 }
 
 void fc_attn_async_plan(const fc_cl_device *dev, int form,
-                       fc_attn_async_tile tiles[FC_ATTN_DIM_CLASSES])
+                        fc_attn_async_tile tiles[FC_ATTN_DIM_CLASSES])
 {
     int c;
     memcpy(tiles, async_gpu[form], sizeof async_gpu[form]);
@@ -154,7 +154,7 @@ void fc_attn_async_release_kernels(fc_cl_context *ctx, int part)
 }
 
 cl_kernel fc_attn_async_pick(const fc_cl_context *ctx, const fc_attention_desc *d, int form,
-                            int dim_class, const fc_attn_async_tile **tile)
+                             int dim_class, const fc_attn_async_tile **tile)
 {
     const fc_attention_kernels *ak = &ctx->attention;
     const cl_kernel k = ak->decode_async[form][dim_class];

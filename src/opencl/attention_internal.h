@@ -88,7 +88,7 @@ int fc_attn_async_built(const fc_cl_device *dev);
 /* Its geometry per form (0: 8 rows a work-group, 1: 4 rows) and head-dim class, a pure
  * function of the device (WG 0: not built). */
 void fc_attn_async_plan(const fc_cl_device *dev, int form,
-                       fc_attn_async_tile tiles[FC_ATTN_DIM_CLASSES]);
+                        fc_attn_async_tile tiles[FC_ATTN_DIM_CLASSES]);
 /* Appends -DFC_ATTN_ASYNC and the tuples where the device builds it (used bytes so far). */
 size_t fc_attn_async_options(const fc_cl_device *dev, char *out, size_t out_size, size_t used);
 /* Its kernels from the f32 part's `program` (nothing for other parts), and their release. */
@@ -98,7 +98,7 @@ void fc_attn_async_release_kernels(fc_cl_context *ctx, int part);
  * v rows 16-byte aligned, built, FLASHCL_ATTENTION_NO_ASYNC unset), with its geometry; else
  * NULL. */
 cl_kernel fc_attn_async_pick(const fc_cl_context *ctx, const fc_attention_desc *d, int form,
-                            int dim_class, const fc_attn_async_tile **tile);
+                             int dim_class, const fc_attn_async_tile **tile);
 
 /* ---- tensor-core forward (attention_mma.c) ---- */
 typedef struct fc_attn_mma_choice {
