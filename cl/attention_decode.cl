@@ -91,8 +91,13 @@
  * or, at the end, the key groups' accumulators; Q; score partials; P; then floats: the rows'
  * rescale factors and maxima and one float per work-item (row max and row sum reductions). */
 #define FC_ATTN_KSMEM4(BK, DP, WG, RT)                                                         \
-    (FC_ATTN_MAX2((BK) * ((DP) / 4 + 1), (WG) * (RT) * FC_ATTN_KVD4(DP)) + (RT) * ((DP) / 4) +  \
-     ((WG) + (BK)) * (RT) / 4 + (2 * (RT) + (WG) + 3) / 4)
+    (FC_ATTN_MAX2((BK) * ((DP) / 4 + 1), (WG) * (RT) * FC_ATTN_KVD4(DP)) +                      \
+     FC_ATTN_KTAIL4(BK, DP, WG, RT))
+/* What follows the first region in both forms (the cp.async one, attention_decode_async.cl,
+ * puts its ring there): Q, score partials, P, rescale factors, row maxima, one float per
+ * work-item. FC_ATTN_KEYS_OPENING lays it out. */
+#define FC_ATTN_KTAIL4(BK, DP, WG, RT)                                                         \
+    ((RT) * ((DP) / 4) + ((WG) + (BK)) * (RT) / 4 + (2 * (RT) + (WG) + 3) / 4)
 
 /* 16 bytes of a row as raw bits: four f32 or eight 16-bit elements (n: how many exist, the head
  * dim need not be a multiple of the vector; aligned: the host found every row 16-byte aligned). */
@@ -143,6 +148,30 @@ FC_INLINE float4 fc_attn_pair2_to_float4(const int dt, uint2 w)
                                           : (uint4)(0u));                                      \
         }                                                                                      \
     }
+
+/* The opening both forms share, after the first `first4` float4s of smem (K block or ring):
+ * the local layout of FC_ATTN_KTAIL4 (Ql, Sl, Pl, Al, Ml, red), the tile's place (split, b,
+ * kvh, rows, r0, ke, its keys j_begin..j_stop, rt_active rows that do arithmetic), step 3's row
+ * keys (row_lo, row_hi) and its running state (m, l_part). Uses lid, sr, Sq, dims, grid, mask,
+ * tail, RT, BK, WG, DP4. A macro, as FC_ATTN_KEYS_LOAD_Q is. */
+#define FC_ATTN_KEYS_OPENING(smem, first4)                                                     \
+    __local float4 *Ql = (smem) + (first4);                                                    \
+    __local float *Sl = (__local float *)(Ql + RT * DP4); /* [KH][RT][BK] */                   \
+    __local float *Pl = Sl + WG * RT;                      /* [BK][RT] */                      \
+    __local float *Al = Pl + BK * RT;                      /* [RT] rescale factors */          \
+    __local float *Ml = Al + RT;                           /* [RT] row maxima (end) */         \
+    __local float *red = Ml + RT;                          /* [WG] */                          \
+    /* which tile (in order: decode tiles cost the same) and split, and the tile's keys */     \
+    FC_ATTN_PLACE(pl, dims, grid, mask, RT, 0, tail)                                           \
+    const int split = pl.split, b = pl.b, kvh = pl.kvh, rows = pl.rows, r0 = pl.r0;            \
+    const int ke = pl.ke;                                                                      \
+    const int rt_active = min(RT, rows - r0); /* rows past it do no arithmetic */              \
+    const long j_begin = pl.j_begin, j_end = pl.j_end;                                         \
+    const long j_stop = j_end >= j_begin ? j_end : -1; /* no visible key: no block */          \
+    /* step 3's row: its visible keys ([1, 0] when none or past the last row) and state */     \
+    const int2 step3_keys = FC_ATTN_ROW_KEYS(pl, r0 + sr, Sq, mask);                           \
+    const int row_lo = step3_keys.x, row_hi = step3_keys.y;                                    \
+    float m = -INFINITY, l_part = 0.0f;
 
 /* Step 2: partial scores of key kk over part kh of the head dim (DH4 float4s) for the RT rows,
  * from K [BK][DP4 + 1] and Q [RT][DP4] in local memory, into Sl [BK / WG parts][RT][BK]. */
@@ -265,25 +294,7 @@ FC_INLINE void fc_attn_decode_keys(
     const int vl = lid % VL, kg = lid / VL; /* step 4 */
 
     __local float4 *Kl = smem; /* also the accumulators at the end */
-    __local float4 *Ql = Kl + FC_ATTN_MAX2(BK * KS4, WG * RT * VD4);
-    __local float *Sl = (__local float *)(Ql + RT * DP4); /* [KH][RT][BK] */
-    __local float *Pl = Sl + WG * RT;                      /* [BK][RT] */
-    __local float *Al = Pl + BK * RT;                      /* [RT] rescale factors */
-    __local float *Ml = Al + RT;                            /* [RT] row maxima (end) */
-    __local float *red = Ml + RT;                          /* [WG] */
-
-    /* Which tile (in order: decode tiles cost the same) and split, and the tile's keys. */
-    FC_ATTN_PLACE(pl, dims, grid, mask, RT, 0, tail)
-    const int split = pl.split, b = pl.b, kvh = pl.kvh, rows = pl.rows, r0 = pl.r0;
-    const int ke = pl.ke;
-    const int rt_active = min(RT, rows - r0); /* rows past it do no arithmetic */
-    const long j_begin = pl.j_begin, j_end = pl.j_end;
-    const long j_stop = j_end >= j_begin ? j_end : -1; /* no visible key: no block */
-
-    /* Step 3's row: its visible keys ([1, 0] when none or past the last row) and state. */
-    const int2 step3_keys = FC_ATTN_ROW_KEYS(pl, r0 + sr, Sq, mask);
-    const int row_lo = step3_keys.x, row_hi = step3_keys.y;
-    float m = -INFINITY, l_part = 0.0f;
+    FC_ATTN_KEYS_OPENING(smem, FC_ATTN_MAX2(BK * KS4, WG * RT * VD4))
     float4 acc[FC_ATTN_KRT_MAX][2];
     FC_ATTN_UNROLL for (int r = 0; r < RT; r++)
         FC_ATTN_UNROLL for (int sd = 0; sd < VD4; sd++)

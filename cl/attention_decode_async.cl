@@ -57,12 +57,12 @@
                                            FC_ATTN_ART_F(FC_ATTN_A4_128))))
 
 /* Local memory in float4s (src/opencl/attention_decode_async.c computes the same): SL slots of
- * K [BK][DP4 + 1] and V [BK][DP4] (or, at the end, the key groups' accumulators); Q; score
- * partials; P; then floats: rescale factors, row maxima, one float per work-item. */
+ * K [BK][DP4 + 1] and V [BK][DP4] (or, at the end, the key groups' accumulators), then the
+ * register-fed kernel's tail (FC_ATTN_KTAIL4: Q, score partials, P, per-row and per-item
+ * floats). */
 #define FC_ATTN_ASLOT4(BK, DP) ((BK) * ((DP) / 4 + 1) + (BK) * ((DP) / 4))
 #define FC_ATTN_ASMEM4(BK, DP, WG, RT, SL)                                                     \
-    (FC_ATTN_MAX2((SL) * FC_ATTN_ASLOT4(BK, DP), (WG) * (RT)) + (RT) * ((DP) / 4) +           \
-     ((WG) + (BK)) * (RT) / 4 + (2 * (RT) + (WG) + 3) / 4)
+    (FC_ATTN_MAX2((SL) * FC_ATTN_ASLOT4(BK, DP), (WG) * (RT)) + FC_ATTN_KTAIL4(BK, DP, WG, RT))
 
 /* One work-group: RT query rows of one (batch, kv head) against the keys of one split. Same
  * arguments, grid order and outputs as fc_attn_decode_keys. */
@@ -86,23 +86,7 @@ FC_INLINE void fc_attn_decode_async(
     const int vl = lid % VL, kg = lid / VL;
 
     __local float4 *ring = smem; /* also the accumulators at the end */
-    __local float4 *Ql = ring + FC_ATTN_MAX2(SL * SLOT4, WG * RT);
-    __local float *Sl = (__local float *)(Ql + RT * DP4); /* [KH][RT][BK] */
-    __local float *Pl = Sl + WG * RT;                      /* [BK][RT] */
-    __local float *Al = Pl + BK * RT;                      /* [RT] rescale factors */
-    __local float *Ml = Al + RT;                            /* [RT] row maxima (end) */
-    __local float *red = Ml + RT;                          /* [WG] */
-
-    FC_ATTN_PLACE(pl, dims, grid, mask, RT, 0, tail)
-    const int split = pl.split, b = pl.b, kvh = pl.kvh, rows = pl.rows, r0 = pl.r0;
-    const int ke = pl.ke;
-    const int rt_active = min(RT, rows - r0); /* rows past it do no arithmetic */
-    const long j_begin = pl.j_begin, j_end = pl.j_end;
-    const long j_stop = j_end >= j_begin ? j_end : -1; /* no visible key: no block */
-
-    const int2 step3_keys = FC_ATTN_ROW_KEYS(pl, r0 + sr, Sq, mask);
-    const int row_lo = step3_keys.x, row_hi = step3_keys.y;
-    float m = -INFINITY, l_part = 0.0f;
+    FC_ATTN_KEYS_OPENING(smem, FC_ATTN_MAX2(SL * SLOT4, WG * RT))
     float4 acc[FC_ATTN_ART_MAX];
     FC_ATTN_UNROLL for (int r = 0; r < RT; r++) acc[r] = (float4)(0.0f);
 

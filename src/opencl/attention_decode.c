@@ -49,13 +49,19 @@ int fc_attn_decode_legacy(void)
 /* float4 columns of O per work-item in the P·V step (FC_ATTN_KVD4). */
 static int keys_vd4(int dp) { return dp >= 256 ? 2 : 1; }
 
+size_t fc_attn_keys_tail_bytes(int work_group, int rows, int bk, int dp)
+{
+    size_t wg = (size_t)work_group, rt = (size_t)rows, k = (size_t)bk;
+    return 16 * (rt * (size_t)(dp / 4) + (wg + k) * rt / 4 + (2 * rt + wg + 3) / 4);
+}
+
 /* Local memory of one work-group, as FC_ATTN_KSMEM4 computes it (bk: keys per block). */
 static size_t keys_local_bytes(const fc_attn_keys_tile *t, int bk, int dp)
 {
-    size_t wg = (size_t)t->work_group, rt = (size_t)t->rows, k = (size_t)bk;
-    size_t kblock = k * (size_t)(dp / 4 + 1), accs = wg * rt * (size_t)keys_vd4(dp);
-    return 16 * ((kblock > accs ? kblock : accs) + rt * (size_t)(dp / 4) + (wg + k) * rt / 4 +
-                 (2 * rt + wg + 3) / 4);
+    size_t kblock = (size_t)bk * (size_t)(dp / 4 + 1);
+    size_t accs = (size_t)t->work_group * (size_t)t->rows * (size_t)keys_vd4(dp);
+    return 16 * (kblock > accs ? kblock : accs) +
+           fc_attn_keys_tail_bytes(t->work_group, t->rows, bk, dp);
 }
 
 /* The kernel's index arithmetic for one block size bk: every step's work divides evenly. */
@@ -147,7 +153,6 @@ size_t fc_attn_keys_options(const fc_cl_device *dev, char *out, size_t out_size,
 flashcl_status fc_attn_keys_create_kernels(fc_cl_context *ctx, cl_program program, int part)
 {
     fc_attention_kernels *ak = &ctx->attention;
-    size_t max_wg = 0;
     int f, c, dt;
     flashcl_status st;
     for (f = 0; f < FC_ATTN_KEYS_FORMS; f++) {
@@ -163,12 +168,9 @@ flashcl_status fc_attn_keys_create_kernels(fc_cl_context *ctx, cl_program progra
                 else
                     snprintf(name, sizeof name, "fc_attn_decode_%s_d%d_%s", keys_form[f].kernel,
                              fc_attn_class_dim[c], fc_attn_dtype_name[dt]);
-                st = fc_attn_create_kernel(ctx, program, name, k, &max_wg);
+                st = fc_attn_create_kernel_for_wg(ctx, program, name,
+                                                  (size_t)ak->keys_tile[f][c].work_group, k);
                 if (st != FLASHCL_SUCCESS) return st;
-                if (max_wg < (size_t)ak->keys_tile[f][c].work_group) { /* too many registers */
-                    clReleaseKernel(*k);
-                    *k = NULL;
-                }
             }
         }
     }

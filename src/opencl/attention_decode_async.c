@@ -42,18 +42,20 @@ int fc_attn_async_built(const fc_cl_device *dev)
 /* Local memory of one work-group, as FC_ATTN_ASMEM4 computes it. */
 static size_t async_local_bytes(const fc_attn_async_tile *t, int dp)
 {
-    size_t wg = (size_t)t->work_group, rt = (size_t)t->rows, bk = (size_t)t->keys;
-    size_t slots = (size_t)t->slots * bk * (size_t)(dp / 2 + 1), accs = wg * rt;
-    return 16 * ((slots > accs ? slots : accs) + rt * (size_t)(dp / 4) + (wg + bk) * rt / 4 +
-                 (2 * rt + wg + 3) / 4);
+    size_t slots = (size_t)t->slots * (size_t)t->keys * (size_t)(dp / 2 + 1);
+    size_t accs = (size_t)t->work_group * (size_t)t->rows;
+    return 16 * (slots > accs ? slots : accs) +
+           fc_attn_keys_tail_bytes(t->work_group, t->rows, t->keys, dp);
 }
 
 /* The kernel's index arithmetic: every step's work divides evenly, a row's softmax team is at
- * most one warp of consecutive lanes (shuffles), and the copies cover each slot exactly. */
-static int async_valid(const fc_attn_async_tile *t, int dp, int warp)
+ * most one warp of consecutive lanes (shuffles; built for NVIDIA only, so 32), and the copies
+ * cover each slot exactly. */
+static int async_valid(const fc_attn_async_tile *t, int dp)
 {
+    const int warp = 32;
     int wg = t->work_group, rt = t->rows, bk = t->keys, dp4 = dp / 4;
-    if (wg <= 0 || warp <= 0 || wg % warp || rt < 4 || rt > 8 || rt % 4 || wg % rt) return 0;
+    if (wg <= 0 || wg % warp || rt < 4 || rt > 8 || rt % 4 || wg % rt) return 0;
     if (t->slots < 2 || t->slots > 4 || bk < 1 || wg % bk || dp4 % (wg / bk)) return 0;
     if (wg / rt > warp || bk % (wg / rt)) return 0;   /* softmax team: SC <= a warp, KPI >= 1 */
     if (bk * rt / wg > 4) return 0;                   /* KPI within FC_ATTN_KKPI_BOUND */
@@ -89,7 +91,7 @@ void fc_attn_async_plan(const fc_cl_device *dev, int form,
     for (c = 0; c < FC_ATTN_DIM_CLASSES; c++) {
         fc_attn_async_tile *t = &tiles[c];
         const int dp = fc_attn_class_dim[c];
-        if (!fc_attn_async_built(dev) || !async_valid(t, dp, 32) ||
+        if (!fc_attn_async_built(dev) || !async_valid(t, dp) ||
             async_local_bytes(t, dp) > dev->local_mem_bytes ||
             (size_t)t->work_group > dev->max_work_group_size)
             t->work_group = 0;
@@ -117,7 +119,6 @@ size_t fc_attn_async_options(const fc_cl_device *dev, char *out, size_t out_size
 flashcl_status fc_attn_async_create_kernels(fc_cl_context *ctx, cl_program program, int part)
 {
     fc_attention_kernels *ak = &ctx->attention;
-    size_t max_wg = 0;
     int f, c;
     flashcl_status st;
     if (!fc_attn_async_built(&ctx->dev) || !fc_attn_part_has(part, FLASHCL_F32))
@@ -130,12 +131,9 @@ flashcl_status fc_attn_async_create_kernels(fc_cl_context *ctx, cl_program progr
             if (ak->async_tile[f][c].work_group == 0) continue;
             snprintf(name, sizeof name, "fc_attn_decode_%s_d%d_f32", async_form[f].kernel,
                      fc_attn_class_dim[c]);
-            st = fc_attn_create_kernel(ctx, program, name, k, &max_wg);
+            st = fc_attn_create_kernel_for_wg(ctx, program, name,
+                                              (size_t)ak->async_tile[f][c].work_group, k);
             if (st != FLASHCL_SUCCESS) return st;
-            if (max_wg < (size_t)ak->async_tile[f][c].work_group) { /* too many registers */
-                clReleaseKernel(*k);
-                *k = NULL;
-            }
         }
     }
     return FLASHCL_SUCCESS;

@@ -38,6 +38,11 @@ flashcl_status fc_attn_scratch_reserve(fc_cl_context *ctx, size_t bytes);
 /* clCreateKernel (from `program`) plus its CL_KERNEL_WORK_GROUP_SIZE, failures as statuses. */
 flashcl_status fc_attn_create_kernel(fc_cl_context *ctx, cl_program program, const char *name,
                                      cl_kernel *out, size_t *max_wg);
+/* fc_attn_create_kernel for a kernel launched in work-groups of `wg`: where the compiled kernel
+ * cannot take that many work-items (too many registers), it is released and *out left NULL,
+ * which callers read as "not built here"; still a success. */
+flashcl_status fc_attn_create_kernel_for_wg(fc_cl_context *ctx, cl_program program,
+                                            const char *name, size_t wg, cl_kernel *out);
 /* Whether a program part (FC_PART_*) holds the kernels of dtype dt. */
 int fc_attn_part_has(int part, int dt);
 
@@ -74,6 +79,9 @@ size_t fc_attn_keys_options(const fc_cl_device *dev, char *out, size_t out_size,
 /* The kernels of the dtypes of `part` (FC_PART_*) from `program`, and their release. */
 flashcl_status fc_attn_keys_create_kernels(fc_cl_context *ctx, cl_program program, int part);
 void fc_attn_keys_release_kernels(fc_cl_context *ctx, int part);
+/* Local memory that follows the first region (K block or cp.async ring) in both forms of the
+ * key-parallel kernel, as cl/attention_decode.cl's FC_ATTN_KTAIL4 computes it. */
+size_t fc_attn_keys_tail_bytes(int work_group, int rows, int bk, int dp);
 /* Keys per block of a class's kernel (padded head dim dp) for a dtype: f32 blocks over heads
  * wider than 64 hold half the 16-bit ones. */
 int fc_attn_keys_block(const fc_attn_keys_tile *t, flashcl_dtype dt, int dp);

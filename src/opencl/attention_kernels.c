@@ -37,6 +37,18 @@ flashcl_status fc_attn_create_kernel(fc_cl_context *ctx, cl_program program, con
     return FLASHCL_SUCCESS;
 }
 
+flashcl_status fc_attn_create_kernel_for_wg(fc_cl_context *ctx, cl_program program,
+                                            const char *name, size_t wg, cl_kernel *out)
+{
+    size_t max_wg = 0;
+    flashcl_status st = fc_attn_create_kernel(ctx, program, name, out, &max_wg);
+    if (st == FLASHCL_SUCCESS && max_wg < wg) {
+        clReleaseKernel(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
 int fc_attn_part_has(int part, int dt)
 {
     return part == FC_PART_ALL_DTYPES || part == dt;
@@ -70,7 +82,6 @@ int fc_cl_attention_wanted(const fc_cl_device *dev, int part)
 static flashcl_status create_forward(fc_cl_context *ctx, cl_program program, int f, int part)
 {
     fc_attention_kernels *ak = &ctx->attention;
-    size_t max_wg = 0;
     int c, dt;
     flashcl_status st;
     for (c = 0; c < FC_ATTN_DIM_CLASSES; c++) {
@@ -83,13 +94,12 @@ static flashcl_status create_forward(fc_cl_context *ctx, cl_program program, int
             else
                 snprintf(name, sizeof name, "fc_attn_%s_d%d_%s", family_name[f],
                          fc_attn_class_dim[c], fc_attn_dtype_name[dt]);
-            st = fc_attn_create_kernel(ctx, program, name, &ak->forward[f][c][dt], &max_wg);
+            /* too many registers for the group size: the class cannot run here */
+            st = fc_attn_create_kernel_for_wg(
+                ctx, program, name,
+                (size_t)(ak->tile[f][c].columns * ak->tile[f][c].row_groups),
+                &ak->forward[f][c][dt]);
             if (st != FLASHCL_SUCCESS) return st;
-            /* Too many registers for the group size: the class cannot run here. */
-            if (max_wg < (size_t)(ak->tile[f][c].columns * ak->tile[f][c].row_groups)) {
-                clReleaseKernel(ak->forward[f][c][dt]);
-                ak->forward[f][c][dt] = NULL;
-            }
         }
     }
     return FLASHCL_SUCCESS;

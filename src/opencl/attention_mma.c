@@ -82,21 +82,16 @@ flashcl_status fc_cl_attention_mma_create_kernels(fc_cl_context *ctx, cl_program
             int f;
             for (f = 0; f < 3; f++) {
                 char name[64];
-                size_t max_wg = 0;
                 cl_kernel *k = f == 2 ? &ak->mma_ring[c][dt] : f ? &ak->mma_w2[c][dt]
                                                                   : &ak->mma[c][dt];
                 const int warps = f ? FC_MMA_W2_WARPS : ak->mma_warps;
                 flashcl_status st;
                 snprintf(name, sizeof name, "fc_attn_mma_d%d_%s%s", fc_mma_dim[c], dt_name[dt],
                          form[f]);
-                st = fc_attn_create_kernel(ctx, program, name, k, &max_wg);
+                /* too many registers for the work-group: the tiled kernel takes these calls
+                 * (or, for the two-warp kernel, the other one) */
+                st = fc_attn_create_kernel_for_wg(ctx, program, name, (size_t)(32 * warps), k);
                 if (st != FLASHCL_SUCCESS) return st;
-                /* Too many registers for the work-group: the tiled kernel takes these calls
-                 * (or, for the two-warp kernel, the other one). */
-                if (max_wg < (size_t)(32 * warps)) {
-                    clReleaseKernel(*k);
-                    *k = NULL;
-                }
             }
         }
     return FLASHCL_SUCCESS;
