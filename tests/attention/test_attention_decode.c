@@ -154,8 +154,8 @@ static void test_decode_four_rows(void **state)
  * f32 calls whose k and v rows are 16-byte aligned) and, with FLASHCL_ATTENTION_NO_ASYNC=1,
  * through the register-fed form, against one reference: every class (D 32 to 256), keys fewer
  * than a block, a tile whose rows run out mid-tile, and the padded layout the cp.async form
- * declines. A second context is created with its four-row form and its D256 kernel tuned in
- * (the library leaves them out), so that groups of at most 4 rows and D256 take it too. Where
+ * declines. A second context is created with its four-row form tuned in (the library leaves it
+ * out), so that groups of at most 4 rows take it too. Where
  * the cp.async form is not built, both runs take the same kernel. */
 static void test_decode_async(void **state)
 {
@@ -171,7 +171,7 @@ static void test_decode_async(void **state)
     };
     uint64_t seed = tu_base_seed() + 1200;
     flashcl_context *rows4 = NULL;
-    setenv("FLASHCL_ATTENTION_TILES", "A4_64=64,4,16,2;A4_128=64,4,16,2;A256=64,8,8,2", 1);
+    setenv("FLASHCL_ATTENTION_TILES", "A4_64=64,4,16,2;A4_128=64,4,16,2", 1);
     flashcl_status st = tu_context_create(tu_cache_dir(), &rows4);
     unsetenv("FLASHCL_ATTENTION_TILES");
     assert_int_equal(st, FLASHCL_SUCCESS);
