@@ -2,7 +2,9 @@
  * storage, f32 accumulation). A program of its own, built only for NVIDIA GPUs of compute
  * capability 8.0 and up: NVIDIA's OpenCL driver has no matrix extension, but it passes inline
  * PTX through, and mma.sync.m16n8k16, ldmatrix and cp.async work there (probed on an H100).
- * Needs attention_common.cl (index helpers, key ranges, FC_ATTN_FORWARD_PARAMS).
+ * Needs attention_common.cl (index helpers, key ranges, FC_ATTN_FORWARD_PARAMS). The f32
+ * kernel of the same program (attention_mma_tf32x3.cl) shares its opening, Q and K/V copies,
+ * softmax step and f32 stores (fc_mma_load_*, FC_MMA_*).
  *
  * The schedule is FlashAttention-2's, as in cuda/attention_tc.cuh: a work-group of WARPS warps
  * (FC_MMA_WARPS, or 2 in the _w2 kernels) owns 16·WARPS packed rows (head-major, as every OpenCL
@@ -96,34 +98,177 @@ FC_INLINE float fc_mma_exp2(float x)
 
 /* ---- the kernel body ------------------------------------------------------------------------ */
 
-/* Copies KEYS rows of K or V starting at key j0 into a ring half (DP/8 chunks of 16 bytes per
- * row): rows at or past `ke` and chunks at or past the head dim are zero-filled, so padded dims
+/* Copies KEYS rows of K or V starting at key j0 into a ring half: rows of DP elements of ES
+ * bytes (2, or 4 for the f32 kernel), STRIDE elements apart in local memory, in chunks of 16
+ * bytes. Rows at or past `ke` and chunks at or past the head dim are zero-filled, so padded dims
  * add nothing to a dot product and missing keys carry no NaN into P·V. */
-FC_INLINE void fc_mma_load_rows(__local ushort *tile, __global const uchar *base, ulong head,
-                                long step, int j0, int ke, int D, int lid, const int DP,
-                                const int KEYS, const int THREADS)
+FC_INLINE void fc_mma_load_rows(__local uchar *tile, __global const uchar *base, ulong head,
+                                long step, int j0, int ke, int D, int lid, const int ES,
+                                const int STRIDE, const int DP, const int KEYS,
+                                const int THREADS)
 {
-    const int CHUNKS = DP / 8;
+    const int PER = 16 / ES, CHUNKS = DP / PER;
 #pragma unroll
     for (int it = 0; it < KEYS * CHUNKS / THREADS; it++) {
         const int idx = it * THREADS + lid, r = idx / CHUNKS, c = idx % CHUNKS;
-        const int ok = j0 + r < ke && c * 8 < D;
+        const int ok = j0 + r < ke && c * PER < D;
         const __global uchar *src =
-            ok ? base + 2 * (head + (ulong)((long)(j0 + r) * step) + (ulong)(c * 8)) : base;
-        fc_async_cp16(fc_async_smem(tile + r * FC_MMA_STRIDE(DP) + c * 8), src, ok ? 16u : 0u);
+            ok ? base + ES * (head + (ulong)((long)(j0 + r) * step) + (ulong)(c * PER)) : base;
+        __local const void *dst = ES == 2 ? (__local const void *)((__local const ushort *)tile +
+                                                                   r * STRIDE + c * PER)
+                                          : (__local const void *)((__local const float *)tile +
+                                                                   r * STRIDE + c * PER);
+        fc_async_cp16(fc_async_smem(dst), src, ok ? 16u : 0u);
     }
 }
 
 /* Copies block j0's K and V rows into one ring slot: K, then V KEYS rows on. */
-FC_INLINE void fc_mma_load_block(__local ushort *slot, __global const uchar *k,
+FC_INLINE void fc_mma_load_block(__local uchar *slot, __global const uchar *k,
                                  __global const uchar *v, ulong k_head, ulong v_head,
                                  long k_step, long v_step, int j0, int ke, int D, int lid,
-                                 const int DP, const int KEYS, const int THREADS)
+                                 const int ES, const int STRIDE, const int DP, const int KEYS,
+                                 const int THREADS)
 {
-    fc_mma_load_rows(slot, k, k_head, k_step, j0, ke, D, lid, DP, KEYS, THREADS);
-    fc_mma_load_rows(slot + KEYS * FC_MMA_STRIDE(DP), v, v_head, v_step, j0, ke, D, lid, DP,
-                     KEYS, THREADS);
+    fc_mma_load_rows(slot, k, k_head, k_step, j0, ke, D, lid, ES, STRIDE, DP, KEYS, THREADS);
+    fc_mma_load_rows(slot + ES * KEYS * STRIDE, v, v_head, v_step, j0, ke, D, lid, ES, STRIDE,
+                     DP, KEYS, THREADS);
 }
+
+/* Copies the tile's ROWS packed rows of Q (rows past `rows` and chunks past the head dim as
+ * zeros) into local memory, rows STRIDE elements of ES bytes apart, and waits for every
+ * work-item's copies. */
+FC_INLINE void fc_mma_load_q(__local uchar *tile, __global const uchar *q, long4 qs, int b,
+                             int kvh, int G, int r0, int rows, int Sq, int D, int lid,
+                             const int ES, const int STRIDE, const int DP, const int ROWS,
+                             const int THREADS)
+{
+    const int PER = 16 / ES, CHUNKS = DP / PER;
+#pragma unroll
+    for (int it = 0; it < ROWS * CHUNKS / THREADS; it++) {
+        const int idx = it * THREADS + lid, r = idx / CHUNKS, c = idx % CHUNKS;
+        const int2 gi = fc_attn_divmod(r0 + r, Sq);
+        const int ok = r0 + r < rows && c * PER < D;
+        const __global uchar *src =
+            ok ? q + ES * (fc_attn_row(qs, b, gi.y, kvh * G + gi.x) + (ulong)(c * PER)) : q;
+        __local const void *dst = ES == 2 ? (__local const void *)((__local const ushort *)tile +
+                                                                   r * STRIDE + c * PER)
+                                          : (__local const void *)((__local const float *)tile +
+                                                                   r * STRIDE + c * PER);
+        fc_async_cp16(fc_async_smem(dst), src, ok ? 16u : 0u);
+    }
+    fc_async_commit();
+    fc_async_wait(0);
+    barrier(CLK_LOCAL_MEM_FENCE);
+}
+
+/* The opening both tensor-core kernels share: which tile and split (reversed: causal tiles with
+ * the most keys start first), its keys and block range, this thread's two rows (h = 0: row gq,
+ * h = 1: row gq + 8 of the warp's 16) with the keys each may see (an empty range [1, 0] masks
+ * every key), their m and l, and the output accumulators at zero. */
+#define FC_MMA_OPENING(ROWS, KEYS)                                                             \
+    FC_ATTN_PLACE(pl, dims, grid, mask, ROWS, 1, tail)                                         \
+    const int split = pl.split, b = pl.b, kvh = pl.kvh, rows = pl.rows, r0 = pl.r0, ke = pl.ke; \
+    const long j_begin = pl.j_begin, j_end = pl.j_end;                                         \
+    const long full_lo = pl.full_lo, full_hi = pl.full_hi;                                     \
+    const int first_block = (int)(j_begin / (KEYS));                                           \
+    const int last_block = j_end >= j_begin ? (int)(j_end / (KEYS)) : first_block - 1;         \
+    int row_lo[2], row_hi[2];                                                                  \
+    float m[2], l[2];                                                                          \
+    _Pragma("unroll") for (int h = 0; h < 2; h++)                                              \
+    {                                                                                          \
+        const int2 keys = FC_ATTN_ROW_KEYS(pl, r0 + warp * 16 + gq + 8 * h, Sq, mask);         \
+        row_lo[h] = keys.x;                                                                    \
+        row_hi[h] = keys.y;                                                                    \
+        m[h] = -INFINITY;                                                                      \
+        l[h] = 0.0f;                                                                           \
+    }                                                                                          \
+    float4 acc[FC_MMA_DP_MAX / 8];                                                             \
+    _Pragma("unroll") for (int j = 0; j < FC_MMA_DP_MAX / 8; j++) acc[j] = (float4)(0.0f);
+
+/* The online-softmax step of one block on a warp's score tiles s[0..NT) (accumulator layout:
+ * rows gq (.x, .y) and gq + 8 (.z, .w) at keys n0 + n·8 + 2·tq + (0, 1)): the score transform
+ * unless folded, the mask on diagonal and edge blocks only, the rows' new max (a row's keys are
+ * spread over the 4 lanes of its group), m and l rescaled, alpha[] set for the accumulators,
+ * and the tiles turned into probabilities with exp2 (scale folded into one FMA). A macro, so
+ * that the arrays stay in registers (as functions of array pointers they did not, in clang). */
+#define FC_MMA_SOFTMAX_STEP(s, NT, NT_MAX, n0, KEYS)                                           \
+    {                                                                                          \
+        if (!fold) {                                                                           \
+            _Pragma("unroll") for (int n = 0; n < (NT); n++) s[n] =                            \
+                score.y != 0.0f ? score.y * tanh(score.x * s[n]) : score.x * s[n];             \
+        }                                                                                      \
+        if (!((n0) >= full_lo && (n0) + (KEYS)-1 <= full_hi)) {                                \
+            _Pragma("unroll") for (int n = 0; n < (NT); n++)                                   \
+            {                                                                                  \
+                const int j = (n0) + n * 8 + 2 * tq;                                           \
+                if (j < row_lo[0] || j > row_hi[0]) s[n].x = -INFINITY;                        \
+                if (j + 1 < row_lo[0] || j + 1 > row_hi[0]) s[n].y = -INFINITY;                \
+                if (j < row_lo[1] || j > row_hi[1]) s[n].z = -INFINITY;                        \
+                if (j + 1 < row_lo[1] || j + 1 > row_hi[1]) s[n].w = -INFINITY;                \
+            }                                                                                  \
+        }                                                                                      \
+        float mx[2] = {-INFINITY, -INFINITY};                                                  \
+        _Pragma("unroll") for (int n = 0; n < (NT_MAX); n++)                                   \
+        {                                                                                      \
+            if (n < (NT)) {                                                                    \
+                mx[0] = fmax(mx[0], fmax(s[n].x, s[n].y));                                     \
+                mx[1] = fmax(mx[1], fmax(s[n].z, s[n].w));                                     \
+            }                                                                                  \
+        }                                                                                      \
+        _Pragma("unroll") for (int h = 0; h < 2; h++)                                          \
+        {                                                                                      \
+            mx[h] = fmax(mx[h], fc_attn_shuffle_xor(mx[h], 1u));                               \
+            mx[h] = fmax(mx[h], fc_attn_shuffle_xor(mx[h], 2u));                               \
+            const float m_new = fmax(m[h], mx[h] * c);                                         \
+            sub[h] = m_new == -INFINITY ? 0.0f : m_new; /* nothing seen yet: factor 0 */       \
+            alpha[h] = fc_mma_exp2(m[h] - sub[h]);                                             \
+            m[h] = m_new;                                                                      \
+            l[h] *= alpha[h];                                                                  \
+        }                                                                                      \
+        _Pragma("unroll") for (int n = 0; n < (NT); n++)                                       \
+        {                                                                                      \
+            s[n].x = fc_mma_exp2(fma(s[n].x, c, -sub[0]));                                     \
+            s[n].y = fc_mma_exp2(fma(s[n].y, c, -sub[0]));                                     \
+            s[n].z = fc_mma_exp2(fma(s[n].z, c, -sub[1]));                                     \
+            s[n].w = fc_mma_exp2(fma(s[n].w, c, -sub[1]));                                     \
+            l[0] += s[n].x + s[n].y;                                                           \
+            l[1] += s[n].z + s[n].w;                                                           \
+        }                                                                                      \
+    }
+
+/* After the last block: each row's l summed over its 4 lanes, inv[] = 1 / l (0 where no key
+ * was visible: zeros), and the row's lse stored by its first lane. */
+#define FC_MMA_FINISH_ROWS()                                                                   \
+    _Pragma("unroll") for (int h = 0; h < 2; h++)                                              \
+    {                                                                                          \
+        l[h] += fc_attn_shuffle_xor(l[h], 1u);                                                 \
+        l[h] += fc_attn_shuffle_xor(l[h], 2u);                                                 \
+        inv[h] = l[h] > 0.0f ? 1.0f / l[h] : 0.0f;                                             \
+        const int r = r0 + warp * 16 + gq + 8 * h;                                             \
+        if (r < rows && tq == 0 && has_lse) {                                                  \
+            const int2 gi = fc_attn_divmod(r, Sq);                                             \
+            lse[fc_attn_row(ls, b, kvh * G + gi.x, gi.y) +                                     \
+                (ulong)((long)split * split_stride.y)] =                                       \
+                l[h] > 0.0f ? (m[h] + log2(l[h])) * FC_ATTN_LN2 : -INFINITY;                   \
+        }                                                                                      \
+    }
+
+/* Split-KV partials or f32 o: pairs straight from the accumulators (four lanes fill a 32-byte
+ * sector). */
+#define FC_MMA_STORE_F32()                                                                     \
+    _Pragma("unroll") for (int h = 0; h < 2; h++)                                              \
+    {                                                                                          \
+        const int r = r0 + warp * 16 + gq + 8 * h;                                             \
+        if (r >= rows) continue;                                                               \
+        const int2 gi = fc_attn_divmod(r, Sq);                                                 \
+        __global float *row = (__global float *)o + fc_attn_row(os, b, gi.y, kvh * G + gi.x) + \
+                              (ulong)((long)split * split_stride.x);                           \
+        _Pragma("unroll") for (int j = 0; j < DT8; j++)                                        \
+        {                                                                                      \
+            const int d = j * 8 + 2 * tq;                                                      \
+            if (d < D) vstore2(h ? acc[j].zw * inv[1] : acc[j].xy * inv[0], 0, row + d);       \
+        }                                                                                      \
+    }
 
 FC_INLINE void fc_mma_forward(__global const uchar *q, __global const uchar *k,
                               __global const uchar *v, __global uchar *o, __global float *lse,
@@ -140,29 +285,7 @@ FC_INLINE void fc_mma_forward(__global const uchar *q, __global const uchar *k,
     const int lid = (int)get_local_id(0), warp = lid / 32, lane = lid % 32;
     const int gq = lane / 4, tq = lane % 4; /* mma's row group and thread in the group */
 
-    /* Which tile and split (reversed: causal tiles with the most keys start first), its keys
-     * and the keys every row sees. */
-    FC_ATTN_PLACE(pl, dims, grid, mask, ROWS, 1, tail)
-    const int split = pl.split, b = pl.b, kvh = pl.kvh, rows = pl.rows, r0 = pl.r0, ke = pl.ke;
-    const long j_begin = pl.j_begin, j_end = pl.j_end, full_lo = pl.full_lo, full_hi = pl.full_hi;
-    const int first_block = (int)(j_begin / KEYS);
-    const int last_block = j_end >= j_begin ? (int)(j_end / KEYS) : first_block - 1;
-
-    /* This thread's two rows (h = 0: row gq, h = 1: row gq + 8 of the warp's 16) and the keys
-     * each may see; an empty range [1, 0] masks every key. */
-    int row_lo[2], row_hi[2];
-    float m[2], l[2];
-#pragma unroll
-    for (int h = 0; h < 2; h++) {
-        const int2 keys = FC_ATTN_ROW_KEYS(pl, r0 + warp * 16 + gq + 8 * h, Sq, mask);
-        row_lo[h] = keys.x;
-        row_hi[h] = keys.y;
-        m[h] = -INFINITY;
-        l[h] = 0.0f;
-    }
-    float4 acc[FC_MMA_DP_MAX / 8];
-#pragma unroll
-    for (int j = 0; j < FC_MMA_DP_MAX / 8; j++) acc[j] = (float4)(0.0f);
+    FC_MMA_OPENING(ROWS, KEYS)
 
     /* Per-thread ldmatrix addresses (bytes in the shared window). Q (A, 16x16): lanes 0-15
      * address rows 0-15 at column 0, lanes 16-31 the same rows at column 8: a0..a3. K (B, two
@@ -204,30 +327,20 @@ FC_INLINE void fc_mma_forward(__global const uchar *q, __global const uchar *k,
 #pragma unroll
         for (int i = 0; i < SLOTS - 1; i++) {
             if (last_block - i >= first_block)
-                fc_mma_load_block(smem + i * SLOT, k, v, k_head, v_head, ks.y, vs.y,
-                                  (last_block - i) * KEYS, ke, D, lid, DP, KEYS, THREADS);
+                fc_mma_load_block((__local uchar *)(smem + i * SLOT), k, v, k_head, v_head, ks.y,
+                                  vs.y, (last_block - i) * KEYS, ke, D, lid, 2, STRIDE, DP, KEYS,
+                                  THREADS);
             fc_async_commit();
         }
     } else if (last_block >= first_block) {
         /* Q once, through local memory into A fragments; then the ring takes the bytes. */
-        const int CHUNKS = DP / 8;
-#pragma unroll
-        for (int it = 0; it < ROWS * CHUNKS / THREADS; it++) {
-            const int idx = it * THREADS + lid, r = idx / CHUNKS, c = idx % CHUNKS;
-            const int2 gi = fc_attn_divmod(r0 + r, Sq);
-            const int ok = r0 + r < rows && c * 8 < D;
-            const __global uchar *src =
-                ok ? q + 2 * (fc_attn_row(qs, b, gi.y, kvh * G + gi.x) + (ulong)(c * 8)) : q;
-            fc_async_cp16(fc_async_smem(smem + r * STRIDE + c * 8), src, ok ? 16u : 0u);
-        }
-        fc_async_commit();
-        fc_async_wait(0);
-        barrier(CLK_LOCAL_MEM_FENCE);
+        fc_mma_load_q((__local uchar *)smem, q, qs, b, kvh, G, r0, rows, Sq, D, lid, 2, STRIDE, DP,
+                      ROWS, THREADS);
 #pragma unroll
         for (int kk = 0; kk < KD; kk++) qa[kk] = fc_mma_ldmatrix(q_frag + kk * 32);
         barrier(CLK_LOCAL_MEM_FENCE); /* every warp holds its Q: the ring may overwrite it */
-        fc_mma_load_block(smem, k, v, k_head, v_head, ks.y, vs.y, last_block * KEYS, ke, D,
-                          lid, DP, KEYS, THREADS);
+        fc_mma_load_block((__local uchar *)smem, k, v, k_head, v_head, ks.y, vs.y,
+                          last_block * KEYS, ke, D, lid, 2, STRIDE, DP, KEYS, THREADS);
         fc_async_commit();
     }
 
@@ -247,16 +360,18 @@ FC_INLINE void fc_mma_forward(__global const uchar *q, __global const uchar *k,
             fc_async_wait(SLOTS - 2);
             barrier(CLK_LOCAL_MEM_FENCE);
             if (blk - (SLOTS - 1) >= first_block)
-                fc_mma_load_block(smem + (slot == 0 ? SLOTS - 1 : slot - 1) * SLOT, k, v, k_head,
-                                  v_head, ks.y, vs.y, n0 - (SLOTS - 1) * KEYS, ke, D, lid, DP,
-                                  KEYS, THREADS);
+                fc_mma_load_block((__local uchar *)(smem + (slot == 0 ? SLOTS - 1 : slot - 1) *
+                                                                   SLOT),
+                                  k, v, k_head, v_head, ks.y, vs.y, n0 - (SLOTS - 1) * KEYS, ke, D,
+                                  lid, 2, STRIDE, DP, KEYS, THREADS);
             fc_async_commit();
         } else {
             fc_async_wait(0);         /* this thread's copies of K/V(blk) have landed */
             barrier(CLK_LOCAL_MEM_FENCE); /* ... everyone's, and the other slot is free */
             if (blk > first_block) {      /* the next block streams in during this one */
-                fc_mma_load_block(smem + (slot ^ 1) * SLOT, k, v, k_head, v_head, ks.y, vs.y,
-                                  n0 - KEYS, ke, D, lid, DP, KEYS, THREADS);
+                fc_mma_load_block((__local uchar *)(smem + (slot ^ 1) * SLOT), k, v, k_head,
+                                  v_head, ks.y, vs.y, n0 - KEYS, ke, D, lid, 2, STRIDE, DP, KEYS,
+                                  THREADS);
                 fc_async_commit();
             }
         }
@@ -276,54 +391,13 @@ FC_INLINE void fc_mma_forward(__global const uchar *q, __global const uchar *k,
                 s[n + 1] = fc_mma_16816(DT, s[n + 1], qa[kk], kf.z, kf.w);
             }
 
-        /* Online softmax. The accumulators hold rows gq (.x, .y) and gq + 8 (.z, .w) at keys
-         * n·8 + 2·tq + (0, 1). */
-        if (!fold) {
-#pragma unroll
-            for (int n = 0; n < NT; n++)
-                s[n] = score.y != 0.0f ? score.y * tanh(score.x * s[n]) : score.x * s[n];
-        }
-        if (!(n0 >= full_lo && n0 + KEYS - 1 <= full_hi)) { /* diagonal and edge blocks only */
-#pragma unroll
-            for (int n = 0; n < NT; n++) {
-                const int j = n0 + n * 8 + 2 * tq;
-                if (j < row_lo[0] || j > row_hi[0]) s[n].x = -INFINITY;
-                if (j + 1 < row_lo[0] || j + 1 > row_hi[0]) s[n].y = -INFINITY;
-                if (j < row_lo[1] || j > row_hi[1]) s[n].z = -INFINITY;
-                if (j + 1 < row_lo[1] || j + 1 > row_hi[1]) s[n].w = -INFINITY;
-            }
-        }
-        float mx[2] = {-INFINITY, -INFINITY}, sub[2], alpha[2];
-#pragma unroll
-        for (int n = 0; n < FC_MMA_KEYS_MAX / 8; n++) {
-            if (n < NT) {
-                mx[0] = fmax(mx[0], fmax(s[n].x, s[n].y));
-                mx[1] = fmax(mx[1], fmax(s[n].z, s[n].w));
-            }
-        }
-#pragma unroll
-        for (int h = 0; h < 2; h++) { /* a row's keys are spread over the 4 lanes of its group */
-            mx[h] = fmax(mx[h], fc_attn_shuffle_xor(mx[h], 1u));
-            mx[h] = fmax(mx[h], fc_attn_shuffle_xor(mx[h], 2u));
-            const float m_new = fmax(m[h], mx[h] * c);
-            sub[h] = m_new == -INFINITY ? 0.0f : m_new; /* nothing seen yet: factor 0, no NaN */
-            alpha[h] = fc_mma_exp2(m[h] - sub[h]);
-            m[h] = m_new;
-            l[h] *= alpha[h];
-        }
+        /* Online softmax (scores to probabilities, m, l and alpha updated). */
+        float sub[2], alpha[2];
+        FC_MMA_SOFTMAX_STEP(s, NT, FC_MMA_KEYS_MAX / 8, n0, KEYS)
 #pragma unroll
         for (int j = 0; j < DT8; j++) {
             acc[j].xy *= alpha[0];
             acc[j].zw *= alpha[1];
-        }
-#pragma unroll
-        for (int n = 0; n < NT; n++) {
-            s[n].x = fc_mma_exp2(fma(s[n].x, c, -sub[0]));
-            s[n].y = fc_mma_exp2(fma(s[n].y, c, -sub[0]));
-            s[n].z = fc_mma_exp2(fma(s[n].z, c, -sub[1]));
-            s[n].w = fc_mma_exp2(fma(s[n].w, c, -sub[1]));
-            l[0] += s[n].x + s[n].y;
-            l[1] += s[n].z + s[n].w;
         }
 
         /* O += P·V, 16 keys at a time; P rounded to the storage type (the row sums l keep the
@@ -346,33 +420,9 @@ FC_INLINE void fc_mma_forward(__global const uchar *q, __global const uchar *k,
 
     /* ---- normalise and store ---- */
     float inv[2];
-#pragma unroll
-    for (int h = 0; h < 2; h++) {
-        l[h] += fc_attn_shuffle_xor(l[h], 1u);
-        l[h] += fc_attn_shuffle_xor(l[h], 2u);
-        inv[h] = l[h] > 0.0f ? 1.0f / l[h] : 0.0f; /* no visible key: zeros */
-        const int r = r0 + warp * 16 + gq + 8 * h;
-        if (r < rows && tq == 0 && has_lse) {
-            const int2 gi = fc_attn_divmod(r, Sq);
-            lse[fc_attn_row(ls, b, kvh * G + gi.x, gi.y) + (ulong)((long)split * split_stride.y)] =
-                l[h] > 0.0f ? (m[h] + log2(l[h])) * FC_ATTN_LN2 : -INFINITY;
-        }
-    }
-    if (out_dt == FC_ATTN_F32) { /* split-KV partials: f32 pairs straight from the registers */
-#pragma unroll
-        for (int h = 0; h < 2; h++) {
-            const int r = r0 + warp * 16 + gq + 8 * h;
-            if (r >= rows) continue;
-            const int2 gi = fc_attn_divmod(r, Sq);
-            __global float *row = (__global float *)o + fc_attn_row(os, b, gi.y, kvh * G + gi.x) +
-                                  (ulong)((long)split * split_stride.x);
-#pragma unroll
-            for (int j = 0; j < DT8; j++) {
-                const int d = j * 8 + 2 * tq;
-                if (d < D)
-                    vstore2(h ? acc[j].zw * inv[1] : acc[j].xy * inv[0], 0, row + d);
-            }
-        }
+    FC_MMA_FINISH_ROWS()
+    if (out_dt == FC_ATTN_F32) { /* split-KV partials */
+        FC_MMA_STORE_F32()
         return;
     }
     /* 16-bit o leaves through local memory in 16-byte row chunks (pairs from the registers

@@ -398,11 +398,14 @@ static flashcl_status plan_forward(fc_cl_context *ctx, const fc_attention_desc *
     tile_r = tile_rows(tile);
     bn = tile_keys(tile);
     p->per_cu = p->family == FC_ATTN_DECODE ? 8 : 2;
-    if (!(force && !strcmp(force, "decode")) && fc_attn_mma_pick(ctx, d, &mma)) {
+    if (!(force && !strcmp(force, "decode")) &&
+        fc_attn_mma_pick(ctx, d, p->family == FC_ATTN_PREFILL, &mma)) {
         use_mma = 1;
-        /* Tensor cores where the device has them, for decode shapes too: there the kernel's
-         * cp.async stream of K and V through local memory outran the key-parallel kernel
-         * (H100, B1 Hq32 Hkv4 Sk65536 f16: 2223 GB/s against 1136), split as prefill tiles. */
+        /* Tensor cores where the device has them, for 16-bit decode shapes too: there the
+         * kernel's cp.async stream of K and V through local memory outran the key-parallel
+         * kernel (H100, B1 Hq32 Hkv4 Sk65536 f16: 2223 GB/s against 1136), split as prefill
+         * tiles. f32 takes them (3xTF32) for prefill-family calls only: its decode calls keep
+         * the key-parallel kernel's cp.async form. */
         p->family = FC_ATTN_PREFILL;
         p->kernel = mma.kernel;
         p->wg = mma.wg;

@@ -118,9 +118,10 @@ typedef struct fc_attn_mma_choice {
     int ring_keys;              /* its keys per block (same wg and rows) */
 } fc_attn_mma_choice;
 #define FC_MMA_RING_MIN_KEYS 512
-/* Whether the tensor-core kernel takes this forward call (f16/bf16, head_dim a multiple of 8
- * up to 128, 16-byte aligned rows, kernel built); fills *out when it does. */
-int fc_attn_mma_pick(const fc_cl_context *ctx, const fc_attention_desc *d,
+/* Whether the tensor-core kernel takes this forward call (f16/bf16: head_dim a multiple of 8
+ * up to 128; f32, by 3xTF32, only for prefill-family calls: head_dim a multiple of 4 up to 128;
+ * 16-byte aligned rows, kernel built); fills *out when it does. */
+int fc_attn_mma_pick(const fc_cl_context *ctx, const fc_attention_desc *d, int prefill,
                      fc_attn_mma_choice *out);
 
 #endif

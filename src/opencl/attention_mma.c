@@ -1,5 +1,6 @@
-/* Host side of the tensor-core attention program (cl/attention_mma.cl): whether a device gets
- * it, its build options, its kernels, and which forward calls it takes. The launch itself is
+/* Host side of the tensor-core attention program (cl/attention_mma.cl, and its f32 kernels by
+ * 3xTF32 in cl/attention_mma_tf32x3.cl): whether a device gets it, its build options, its
+ * kernels, and which forward calls it takes. The launch itself is
  * attention.c's (same arguments as the tiled kernel, including split-KV). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,9 @@
 static const int fc_mma_dim[FC_ATTN_MMA_CLASSES] = {64, 128};
 static const int fc_mma_keys[FC_ATTN_MMA_CLASSES] = {64, 32};
 static const int fc_mma_ring_keys[FC_ATTN_MMA_CLASSES] = {32, 16}; /* the _ring kernels' */
+/* The f32 kernels' (f32 rows: half the keys in the same local memory) and warps. */
+static const int fc_mma_f32_keys[FC_ATTN_MMA_CLASSES] = {32, 16};
+#define FC_MMA_F32_WARPS 4 /* FC_TF32_WARPS */
 #define FC_MMA_DEFAULT_WARPS 4
 #define FC_MMA_W2_WARPS 2 /* the _w2 kernels' (cl/attention_mma.cl) */
 
@@ -94,6 +98,14 @@ flashcl_status fc_cl_attention_mma_create_kernels(fc_cl_context *ctx, cl_program
                 if (st != FLASHCL_SUCCESS) return st;
             }
         }
+    for (c = 0; c < FC_ATTN_MMA_CLASSES; c++) { /* f32 by 3xTF32 (attention_mma_tf32x3.cl) */
+        char name[64];
+        flashcl_status st;
+        snprintf(name, sizeof name, "fc_attn_mma_d%d_f32", fc_mma_dim[c]);
+        st = fc_attn_create_kernel_for_wg(ctx, program, name, (size_t)(32 * FC_MMA_F32_WARPS),
+                                          &ak->mma_f32[c]);
+        if (st != FLASHCL_SUCCESS) return st;
+    }
     return FLASHCL_SUCCESS;
 }
 
@@ -110,14 +122,44 @@ void fc_cl_attention_mma_release_kernels(fc_cl_context *ctx, int part)
             ctx->attention.mma_w2[c][dt] = NULL;
             ctx->attention.mma_ring[c][dt] = NULL;
         }
+    for (c = 0; c < FC_ATTN_MMA_CLASSES; c++) {
+        if (ctx->attention.mma_f32[c]) clReleaseKernel(ctx->attention.mma_f32[c]);
+        ctx->attention.mma_f32[c] = NULL;
+    }
 }
 
-int fc_attn_mma_pick(const fc_cl_context *ctx, const fc_attention_desc *d, fc_attn_mma_choice *out)
+/* f32 calls: the 3xTF32 kernel for prefill-family calls (decode keeps the key-parallel kernels,
+ * whose cp.async form streams K and V at 78-83 % of copy), where every row is 16-byte aligned
+ * (4 f32) and the head dim a multiple of 4 (cp.async chunks), unless FLASHCL_ATTENTION_NO_TF32=1
+ * asks for the FMA kernel (A/B runs). */
+static int pick_f32(const fc_cl_context *ctx, const fc_attention_desc *d, int prefill,
+                    fc_attn_mma_choice *out)
+{
+    const int c = d->head_dim <= 64 ? 0 : 1;
+    const cl_kernel kernel = ctx->attention.mma_f32[c];
+    if (!prefill || !kernel || d->head_dim > 128 || d->head_dim % 4 != 0 ||
+        fc_env_flag("FLASHCL_ATTENTION_NO_TF32") ||
+        !fc_attn_rows_aligned(ctx, d->q_offset, d->dtype, d->q_strides, 3, 4) ||
+        !fc_attn_rows_aligned(ctx, d->k_offset, d->dtype, d->k_strides, 3, 4) ||
+        !fc_attn_rows_aligned(ctx, d->v_offset, d->dtype, d->v_strides, 3, 4) ||
+        !fc_attn_rows_aligned(ctx, d->o_offset, d->dtype, d->o_strides, 3, 4))
+        return 0;
+    memset(out, 0, sizeof *out);
+    out->kernel = kernel;
+    out->wg = (size_t)(32 * FC_MMA_F32_WARPS);
+    out->rows = 16 * FC_MMA_F32_WARPS;
+    out->keys = fc_mma_f32_keys[c];
+    return 1;
+}
+
+int fc_attn_mma_pick(const fc_cl_context *ctx, const fc_attention_desc *d, int prefill,
+                     fc_attn_mma_choice *out)
 {
     const fc_attention_kernels *ak = &ctx->attention;
     const int c = d->head_dim <= 64 ? 0 : 1, dt = d->dtype == FLASHCL_BF16 ? 1 : 0;
+    if (d->dtype == FLASHCL_F32) return pick_f32(ctx, d, prefill, out);
     /* cp.async and the 16-byte o stores need every row 16-byte aligned: 8 16-bit elements. */
-    if (d->dtype == FLASHCL_F32 || d->head_dim > 128 || d->head_dim % 8 != 0 || !ak->mma[c][dt] ||
+    if (d->head_dim > 128 || d->head_dim % 8 != 0 || !ak->mma[c][dt] ||
         !fc_attn_rows_aligned(ctx, d->q_offset, d->dtype, d->q_strides, 3, 8) ||
         !fc_attn_rows_aligned(ctx, d->k_offset, d->dtype, d->k_strides, 3, 8) ||
         !fc_attn_rows_aligned(ctx, d->v_offset, d->dtype, d->v_strides, 3, 8) ||

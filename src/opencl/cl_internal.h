@@ -154,6 +154,7 @@ typedef struct fc_attention_kernels {
     cl_kernel mma[FC_ATTN_MMA_CLASSES][2];
     cl_kernel mma_w2[FC_ATTN_MMA_CLASSES][2]; /* two warps: few rows per kv head (decode) */
     cl_kernel mma_ring[FC_ATTN_MMA_CLASSES][2]; /* ... with a deeper ring: long key ranges */
+    cl_kernel mma_f32[FC_ATTN_MMA_CLASSES]; /* f32 by 3xTF32 (attention_mma_tf32x3.cl) */
     int mma_warps;              /* warps per work-group the mma kernels were built for */
     cl_kernel split_merge;      /* split-KV partials (f32 scratch) -> o, lse */
     size_t split_merge_wg;      /* its work-group (attention_merge.c) */

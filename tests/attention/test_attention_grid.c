@@ -6,6 +6,7 @@
 #include "attention_check.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static flashcl_context *g_ctx;
@@ -119,6 +120,54 @@ static void test_long_keys(void **state)
         }
 }
 
+/* f32 through NVIDIA's tensor cores (3xTF32, cl/attention_mma_tf32x3.cl: prefill-family calls
+ * of head dims up to 128 that are multiples of 4, with 16-byte aligned rows) and, with
+ * FLASHCL_ATTENTION_NO_TF32=1, through the FMA kernel, against one reference: both head-dim
+ * classes with padded dims, rows that end mid-tile, keys that end mid-block, GQA, masks,
+ * softcap, a negative scale, forced key splits (the kernel then writes f32 partials), long key
+ * ranges (the tensor cores' truncating accumulation must not pile up over the blocks), and
+ * offsets that leave rows unaligned (the FMA kernel takes those). Where the tensor-core kernel
+ * is not built, both runs take the FMA kernel. */
+static void test_f32_tensor_cores(void **state)
+{
+    (void)state;
+    /* {B, Sq, Sk, Hq, Hkv, D, splits (0: the planner's), q offset} */
+    static const int64_t cases[][8] = {
+        {1, 100, 257, 4, 2, 64, 0, 0},   {2, 65, 129, 2, 1, 128, 0, 0},
+        {1, 77, 1000, 3, 3, 20, 0, 0},   {1, 64, 31, 8, 2, 36, 0, 0},
+        {1, 130, 130, 2, 2, 100, 0, 0},  {2, 16, 700, 4, 1, 96, 3, 0},
+        {1, 200, 4100, 2, 1, 128, 0, 0}, {1, 97, 6000, 2, 2, 64, 0, 0},
+        {1, 33, 500, 2, 2, 128, 0, 1},   {1, 129, 129, 2, 2, 80, 5, 0},
+        {3, 7, 64, 2, 2, 16, 0, 0},      {1, 300, 100, 2, 1, 68, 0, 0},
+    };
+    tu_rng rng;
+    tu_rng_seed(&rng, tu_base_seed() + 5);
+    for (size_t i = 0; i < COUNT(cases); i++) {
+        const int64_t *s = cases[i];
+        const uint64_t seed = tu_rng_next(&rng);
+        ta_case c = ta_new_case(FLASHCL_F32, s[0], s[1], s[2], s[3], s[4], s[5]);
+        c.params.causal = (int)(i % 2);
+        c.params.window_left = i % 5 == 4 ? 90 : -1;
+        c.params.softcap = i % 4 == 3 ? 4.0f : 0.0f;
+        c.params.scale = i % 6 == 5 ? -0.07f : 0.0f;
+        c.lse_mode = (int)(i % 3);
+        c.kv_layout = (ta_layout)(i % TA_LAYOUT_COUNT);
+        c.q_layout = (ta_layout)(i % 3);
+        c.q_off = (size_t)s[7];
+        for (int run = 0; run < 2; run++) { /* tensor cores, then the FMA kernel */
+            char splits[16];
+            if (s[6]) {
+                snprintf(splits, sizeof splits, "%d", (int)s[6]);
+                setenv("FLASHCL_ATTENTION_SPLITS", splits, 1);
+            }
+            if (run) setenv("FLASHCL_ATTENTION_NO_TF32", "1", 1);
+            ta_check(g_ctx, &c, seed); /* same inputs both runs */
+            unsetenv("FLASHCL_ATTENTION_NO_TF32");
+            unsetenv("FLASHCL_ATTENTION_SPLITS");
+        }
+    }
+}
+
 /* The random sample over the whole grid, bounded in work per case. */
 static void test_random_grid(void **state)
 {
@@ -154,6 +203,7 @@ int main(void)
         cmocka_unit_test(test_every_head_dim),
         cmocka_unit_test(test_unequal_lengths),
         cmocka_unit_test(test_long_keys),
+        cmocka_unit_test(test_f32_tensor_cores),
         cmocka_unit_test(test_random_grid),
     };
     int failures = cmocka_run_group_tests(tests, NULL, NULL);
