@@ -5,6 +5,7 @@
 #include "attention_simt.cuh"
 #include "attention_tc.cuh"
 #include "attention_tc_decode.cuh"
+#include "attention_tc_tf32x3.cuh"
 #include "attention_wgmma.cuh"
 #include "attention_wgmma_persistent.cuh"
 
@@ -57,6 +58,13 @@ FC_ATTENTION_WGMMA_CONFIGS(FC_ATTENTION_WGMMA_KERNEL)
         attention_tc_decode<FC_BF16, DP, KEYS, STAGES>(a);                                      \
     }
 FC_ATTENTION_TC_DECODE_CONFIGS(FC_ATTENTION_TC_DECODE_KERNEL)
+
+#define FC_ATTENTION_TF32_KERNEL(name, DP, KEYS)                                                \
+    extern "C" __global__ void __launch_bounds__(FC_ATTENTION_TC_THREADS, 2)                    \
+        fc_attention_##name##_f32(fc_attention_args a) {                                        \
+        attention_tc_tf32x3<DP, KEYS>(a);                                                       \
+    }
+FC_ATTENTION_TF32_CONFIGS(FC_ATTENTION_TF32_KERNEL)
 
 #define FC_ATTENTION_SIMT_KERNEL_DT(name, DP, dt_name, DT)                                      \
     extern "C" __global__ void __launch_bounds__(FC_ATTENTION_SIMT_THREADS)                     \

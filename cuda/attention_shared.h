@@ -71,6 +71,19 @@ typedef struct fc_merge_args {
 #define FC_ATTENTION_TC_WARPS 4
 #define FC_ATTENTION_TC_THREADS (32 * FC_ATTENTION_TC_WARPS)
 
+/* f32 forward on tensor cores at f32 accuracy (cuda/attention_tc_tf32x3.cuh, 3xTF32): blocks of
+ * FC_ATTENTION_TC_WARPS warps of 16 packed rows (64 a block), key blocks of `keys`.
+ * X(name, head_dim_pad, keys): the host takes the first whose pad covers head_dim and whose
+ * shared memory the device gives (tf32_d128: 99 KiB, past sm_86/89's limit, where d128k16
+ * takes its calls); FLASHCL_CUDA_ATTENTION_CONFIG=name forces one. H200, TF/s: D64 S2048 40.4
+ * with 32 keys against 35.1 with 64; D128 S4096 35.7 with 32 keys, 35.6 with 16
+ * (bench/results/2026-11-27-session30.md). */
+#define FC_ATTENTION_TF32_CONFIGS(X) \
+    X(tf32_d64, 64, 32)              \
+    X(tf32_d128, 128, 32)            \
+    X(tf32_d128k16, 128, 16)
+#define FC_ATTENTION_TF32_ROWS (16 * FC_ATTENTION_TC_WARPS)
+
 /* Hopper warpgroup-MMA forward (cuda/attention_wgmma.cuh; sm_90a cubin only, launched on
  * compute capability 9.0 alone): blocks of `wgs` warpgroups of 128 threads, each warpgroup
  * owning 64 packed rows, key blocks of `keys`; `pipe` 1 overlaps the softmax of one key block

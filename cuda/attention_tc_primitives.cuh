@@ -1,5 +1,5 @@
 /* The tensor-core building blocks of the attention kernels (cuda/attention_tc.cuh prefill,
- * cuda/attention_tc_decode.cuh decode): PTX wrappers for cp.async, ldmatrix and
+ * cuda/attention_tc_decode.cuh decode, cuda/attention_tc_tf32x3.cuh f32): PTX wrappers for cp.async, ldmatrix and
  * mma.sync.m16n8k16, exp2 on the SFU, 16-bit packing, and the cp.async tile loader. */
 #pragma once
 
@@ -69,25 +69,29 @@ template <int DT> FC_DEVICE unsigned pack_pair(float x, float y) {
 
 /* ---- where a block's tiles come from ------------------------------------------------------- */
 
-/* The kv head's K and V rows of batch b (16-bit elements), and the bytes between two keys. */
+/* The kv head's K and V rows of batch b (elements of ES bytes: 16-bit, or 4 for the f32
+ * kernel), and the bytes between two keys. */
 struct kv_sources {
     const char *k, *v;
     int64_t k_step, v_step;
 };
+template <int ES = 2>
 FC_DEVICE kv_sources kv_sources_of(const fc_attention_args &a, int64_t b, int kv_head) {
     kv_sources s;
-    s.k = reinterpret_cast<const char *>(a.k) + (b * a.k_strides[0] + kv_head * a.k_strides[2]) * 2;
-    s.v = reinterpret_cast<const char *>(a.v) + (b * a.v_strides[0] + kv_head * a.v_strides[2]) * 2;
-    s.k_step = a.k_strides[1] * 2, s.v_step = a.v_strides[1] * 2;
+    s.k = reinterpret_cast<const char *>(a.k) + (b * a.k_strides[0] + kv_head * a.k_strides[2]) * ES;
+    s.v = reinterpret_cast<const char *>(a.v) + (b * a.v_strides[0] + kv_head * a.v_strides[2]) * ES;
+    s.k_step = a.k_strides[1] * ES, s.v_step = a.v_strides[1] * ES;
     return s;
 }
 
-/* The global address of packed query row R of (b, kv_head); ok: the row exists. */
+/* The global address of packed query row R of (b, kv_head) (elements of ES bytes); ok: the row
+ * exists. */
+template <int ES = 2>
 FC_DEVICE const char *q_row_address(const fc_attention_args &a, int64_t R, int64_t b, int kv_head, bool &ok) {
     int64_t i, h;
     unpack_row(a, R, kv_head, i, h);
     ok = R < a.seqlen_q * a.group;
-    return reinterpret_cast<const char *>(a.q) + (b * a.q_strides[0] + i * a.q_strides[1] + h * a.q_strides[2]) * 2;
+    return reinterpret_cast<const char *>(a.q) + (b * a.q_strides[0] + i * a.q_strides[1] + h * a.q_strides[2]) * ES;
 }
 
 /* ---- tile loads ---------------------------------------------------------------------------- */
@@ -169,7 +173,7 @@ FC_DEVICE void prefetch_rows_l2(const char *first, int64_t stride_bytes, int64_t
 }
 
 /* Stores the pair (x, y) of row (b, i, h) at dims d, d + 1: 16-bit o (one 32-bit store: the host
- * guarantees 16-byte aligned rows), or the f32 split-KV partial (one 64-bit store). */
+ * guarantees 16-byte aligned rows), f32 o or the f32 split-KV partial (one 64-bit store). */
 template <int DT>
 FC_DEVICE void store_o_pair(const fc_attention_args &a, int64_t b, int64_t i, int64_t h, int d,
                             float x, float y) {
@@ -179,8 +183,12 @@ FC_DEVICE void store_o_pair(const fc_attention_args &a, int64_t b, int64_t i, in
         *reinterpret_cast<float2 *>(p) = make_float2(x, y);
         return;
     }
-    char *p = reinterpret_cast<char *>(a.o) + (b * a.o_strides[0] + i * a.o_strides[1] + h * a.o_strides[2] + d) * 2;
-    *reinterpret_cast<unsigned *>(p) = pack_pair<DT>(x, y);
+    const int64_t e = b * a.o_strides[0] + i * a.o_strides[1] + h * a.o_strides[2] + d;
+    if constexpr (DT == FC_F32) {
+        *reinterpret_cast<float2 *>(reinterpret_cast<float *>(a.o) + e) = make_float2(x, y);
+    } else {
+        *reinterpret_cast<unsigned *>(reinterpret_cast<char *>(a.o) + e * 2) = pack_pair<DT>(x, y);
+    }
 }
 
 /* ---- the online softmax of one 16-row tile ------------------------------------------------- */

@@ -1,7 +1,8 @@
 /* The CUDA backend's attention: forward (tensor cores for f16/bf16 with 16-byte aligned rows and
  * head_dim % 8 == 0 -- a decode kernel for at most 16 packed query rows, the prefill kernel
  * otherwise: wgmma on compute capability 9.0 (persistent at D 65..128 for unmasked calls and
- * short causal ones), mma.sync elsewhere -- true-f32 SIMT for the rest) with split-KV when the
+ * short causal ones), mma.sync elsewhere -- f32 prefill on tensor cores at f32 accuracy
+ * (3xTF32), true-f32 SIMT for the rest) with split-KV when the
  * problem has too few blocks to fill the GPU (decode: few queries, long keys), and the merge of
  * partial results. */
 #include <stdlib.h>
@@ -151,7 +152,8 @@ static int persistent_kinds(const fc_attention_desc *d, const fc_attention_args 
  * 16-byte copies -- the decode kernel when all packed rows fit its 16 (unless
  * FLASHCL_CUDA_ATTENTION_NO_DECODE asks for a prefill kernel, for comparisons), else Hopper's
  * wgmma kernel on compute capability 9.0 (unless FLASHCL_CUDA_ATTENTION_NO_WGMMA), else the
- * mma.sync prefill kernel -- and the SIMT kernel, which takes any layout, for the rest. A
+ * mma.sync prefill kernel --, f32 prefill shapes on tensor cores by 3xTF32 under the same
+ * conditions, and the SIMT kernel, which takes any layout, for the rest. A
  * forced configuration (FLASHCL_CUDA_ATTENTION_CONFIG) of the wgmma family skips the decode
  * kernel and overrides NO_WGMMA; one of another family skips the wgmma kernels. */
 static const fc_cuda_attention_kernel *choose_kernel(const fc_cuda_context *ctx,
@@ -192,6 +194,16 @@ static const fc_cuda_attention_kernel *choose_kernel(const fc_cuda_context *ctx,
             kernel = first_fit(&k->attention_tc[0][d->dtype - 1], FC_TC_CONFIG_COUNT, 2, d->head_dim,
                                forced, 0);
     }
+    /* f32 on tensor cores at f32 accuracy (3xTF32) where the rows allow 16-byte copies and a
+     * kv head's packed rows fill more than the 16 a decode tile holds (decode shapes keep the
+     * SIMT kernel, whose 16-row blocks waste no rows); FLASHCL_CUDA_ATTENTION_NO_TF32=1 keeps
+     * the SIMT kernel (A/B runs). */
+    if (!kernel && d->dtype == FLASHCL_F32 && d->head_dim % 4 == 0 &&
+        d->seqlen_q * a->group > FC_ATTENTION_TC_DECODE_ROWS &&
+        !fc_env_flag("FLASHCL_CUDA_ATTENTION_NO_TF32") &&
+        rows_16b_aligned(a->q, a->q_strides, bytes) && rows_16b_aligned(a->k, a->k_strides, bytes) &&
+        rows_16b_aligned(a->v, a->v_strides, bytes) && rows_16b_aligned(a->o, a->o_strides, bytes))
+        kernel = first_fit(k->attention_tf32, FC_TF32_CONFIG_COUNT, 1, d->head_dim, forced, 0);
     if (!kernel)
         kernel = first_fit(&k->attention_simt[0][d->dtype], FC_SIMT_CONFIG_COUNT, FC_CUDA_DTYPES,
                            d->head_dim, forced, 0);

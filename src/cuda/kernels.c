@@ -168,7 +168,8 @@ static flashcl_status get_softmax_kernels(fc_cuda_context *ctx, int dt) {
 }
 
 /* Shared memory of the attention kernels (cuda/attention_tc.cuh, attention_tc_decode.cuh,
- * attention_simt.cuh), as they lay it out; the wgmma kernels' is FC_ATTENTION_WGMMA_SMEM. */
+ * attention_tc_tf32x3.cuh, attention_simt.cuh), as they lay it out; the wgmma kernels' is
+ * FC_ATTENTION_WGMMA_SMEM. */
 static unsigned tc_smem(int pad, int keys, int rows) {
     return (unsigned)((rows + 2 * 2 * keys) * (pad + 8) * 2); /* Q, and two slots of K + V */
 }
@@ -177,6 +178,9 @@ static unsigned tc_decode_smem(int pad, int keys, int stages) {
     const unsigned ring = (unsigned)(warps * stages * 2 * keys * (pad + 8) * 2);
     const unsigned partials = (unsigned)(warps * rows * (pad + 8 + 2) * 4); /* padded rows, m, l */
     return (unsigned)(rows * (pad + 8) * 2) + (ring > partials ? ring : partials);
+}
+static unsigned tf32_smem(int pad, int keys) {
+    return (unsigned)((FC_ATTENTION_TF32_ROWS + 2 * 2 * keys) * (pad + 4) * 4); /* f32 rows */
 }
 static unsigned simt_smem(int pad) {
     return (unsigned)((FC_ATTENTION_SIMT_ROWS * pad + FC_ATTENTION_SIMT_KEYS * (pad + 1) +
@@ -246,6 +250,13 @@ static flashcl_status get_attention_kernels(fc_cuda_context *ctx) {
     }
     FC_ATTENTION_WGMMA_CONFIGS(FC_GET_WGMMA_)
 #undef FC_GET_WGMMA_
+#define FC_GET_TF32_(cfg, pad, keys)                                                           \
+    if (st == FLASHCL_SUCCESS)                                                                 \
+        st = get_attention_kernel(ctx, &k->attention_tf32[FC_TF32_CONFIG_##cfg],               \
+                                  "fc_attention_" #cfg "_f32", #cfg, tf32_smem(pad, keys), pad, \
+                                  FC_ATTENTION_TF32_ROWS, keys, FC_ATTENTION_TC_THREADS);
+    FC_ATTENTION_TF32_CONFIGS(FC_GET_TF32_)
+#undef FC_GET_TF32_
 #define FC_GET_SIMT_(cfg, pad)                                                                 \
     for (dt = 0; dt < FC_CUDA_DTYPES && st == FLASHCL_SUCCESS; dt++) {                         \
         snprintf(name, sizeof name, "fc_attention_simt_" #cfg "_%s", fc_dtype_suffix[dt]);     \

@@ -120,9 +120,10 @@ static void test_long_keys(void **state)
         }
 }
 
-/* f32 through NVIDIA's tensor cores (3xTF32, cl/attention_mma_tf32x3.cl: prefill-family calls
- * of head dims up to 128 that are multiples of 4, with 16-byte aligned rows) and, with
- * FLASHCL_ATTENTION_NO_TF32=1, through the FMA kernel, against one reference: both head-dim
+/* f32 through NVIDIA's tensor cores (3xTF32: cl/attention_mma_tf32x3.cl for prefill-family calls,
+ * cuda/attention_tc_tf32x3.cuh for more than 16 packed rows a kv head; head dims up to 128 that
+ * are multiples of 4, with 16-byte aligned rows) and, with FLASHCL_ATTENTION_NO_TF32=1 /
+ * FLASHCL_CUDA_ATTENTION_NO_TF32=1, through the FMA (SIMT) kernel, against one reference: both head-dim
  * classes with padded dims, rows that end mid-tile, keys that end mid-block, GQA, masks,
  * softcap, a negative scale, forced key splits (the kernel then writes f32 partials), long key
  * ranges (the tensor cores' truncating accumulation must not pile up over the blocks), and
@@ -160,9 +161,13 @@ static void test_f32_tensor_cores(void **state)
                 snprintf(splits, sizeof splits, "%d", (int)s[6]);
                 setenv("FLASHCL_ATTENTION_SPLITS", splits, 1);
             }
-            if (run) setenv("FLASHCL_ATTENTION_NO_TF32", "1", 1);
+            if (run) { /* either backend's switch */
+                setenv("FLASHCL_ATTENTION_NO_TF32", "1", 1);
+                setenv("FLASHCL_CUDA_ATTENTION_NO_TF32", "1", 1);
+            }
             ta_check(g_ctx, &c, seed); /* same inputs both runs */
             unsetenv("FLASHCL_ATTENTION_NO_TF32");
+            unsetenv("FLASHCL_CUDA_ATTENTION_NO_TF32");
             unsetenv("FLASHCL_ATTENTION_SPLITS");
         }
     }

@@ -2,7 +2,9 @@
  * (f16 / bf16, several head_dim paddings, GQA packing, causal bottom-right, window, softcap;
  * on compute capability 9.0 both the wgmma prefill kernel, forced through every configuration
  * of its own case table, and the mma.sync one, under FLASHCL_CUDA_ATTENTION_NO_WGMMA=1),
- * the SIMT kernel (f32, and 16-bit layouts the tensor-core kernel refuses), split-KV decode,
+ * f32 prefill on tensor cores by 3xTF32 (both head-dim classes, each configuration), the SIMT
+ * kernel (f32 decode and unaligned f32, and 16-bit layouts the tensor-core kernel refuses),
+ * split-KV decode,
  * the decode kernel (at most 16 packed rows, warps streaming their own keys), lse, the
  * fallback configurations (forced here), the causal tail order of the blocks (forced counts),
  * and flashcl_attention_merge of two halves of the keys. The main suite (FLASHCL_BACKEND=cuda
@@ -197,7 +199,12 @@ static void test_forward_paths(void **state) {
         {FLASHCL_BF16, 1, 9, 40, 2, 1, 192, 0, -1, -1, 0, 0, 0, "tensor cores d192", NULL},
         {FLASHCL_BF16, 2, 1, 3000, 8, 2, 128, 0, -1, -1, 0, 0, 1, "split-KV decode", NULL},
         {FLASHCL_F16, 1, 4, 2500, 4, 4, 64, 1, -1, -1, 0, 0, 1, "split-KV causal decode", NULL},
-        {FLASHCL_F32, 2, 21, 50, 4, 2, 40, 1, -1, -1, 0, 0, 1, "SIMT f32", NULL},
+        {FLASHCL_F32, 2, 21, 50, 4, 2, 40, 1, -1, -1, 0, 1, 1, "SIMT f32 (unaligned rows)", NULL},
+        {FLASHCL_F32, 2, 21, 50, 4, 2, 40, 1, -1, -1, 0, 0, 1, "tf32x3 d64 (D 40), causal GQA", NULL},
+        {FLASHCL_F32, 1, 70, 300, 2, 1, 128, 0, 30, 7, 0, 0, 1, "tf32x3 d128, window", NULL},
+        {FLASHCL_F32, 1, 33, 2000, 2, 2, 100, 1, -1, -1, 15.0f, 0, 1, "tf32x3 split-KV, softcap", NULL},
+        {FLASHCL_F32, 1, 12, 4, 4, 1, 64, 1, -1, -1, 0, 0, 1, "tf32x3: rows with no visible key", NULL},
+        {FLASHCL_F32, 1, 40, 130, 2, 2, 96, 0, -1, -1, 0, 0, 1, "tf32x3 fallback d128k16", "tf32_d128k16"},
         {FLASHCL_F32, 1, 5, 700, 2, 1, 256, 0, 100, 100, 10.0f, 0, 1, "SIMT f32 d256 split", NULL},
         {FLASHCL_F16, 1, 17, 33, 2, 1, 20, 0, -1, -1, 0, 0, 1, "SIMT fallback: D % 8 != 0", NULL},
         {FLASHCL_BF16, 1, 17, 33, 2, 2, 64, 1, -1, -1, 0, 3, 1, "SIMT fallback: unaligned rows", NULL},
