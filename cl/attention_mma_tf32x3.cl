@@ -13,7 +13,8 @@
  * 8.4e-7 (2.3e-6 at 16384 keys); summed per block it is 1.7-3e-8, under the FMA kernel's
  * 5.6-7e-8 on the same inputs (bench host_ref check, H200). Measured in
  * bench/results/2026-11-27-session30.md: H200 D128 S4096 35 TF/s against the FMA kernel's 28.8,
- * D64 S2048 43.7 against 26.6.
+ * D64 S2048 43.7 against 26.6. Measured and dropped there: the scores in two mma chains (8 %
+ * slower at D128: registers, not the chains' latency, bound it: 255 and 16 bytes spilled).
  *
  * The schedule is the f16 kernel's (attention_mma.cl): a work-group of 4 warps owns 64 packed
  * rows, each warp 16; Q goes through local memory once into registers (raw f32 A fragments,
