@@ -164,11 +164,12 @@ static const fc_cuda_attention_kernel *choose_kernel(const fc_cuda_context *ctx,
     const fc_cuda_attention_kernel *kernel = NULL;
     const char *forced = getenv("FLASHCL_CUDA_ATTENTION_CONFIG");
     const int force_wgmma = forces_wgmma(forced);
+    const int rows16 = /* every q, k, v and o row: what the tensor-core kernels' copies need */
+        rows_16b_aligned(a->q, a->q_strides, bytes) && rows_16b_aligned(a->k, a->k_strides, bytes) &&
+        rows_16b_aligned(a->v, a->v_strides, bytes) && rows_16b_aligned(a->o, a->o_strides, bytes);
     *decode = 0;
     if (forced && !*forced) forced = NULL; /* set but empty: nothing forced */
-    if (d->dtype != FLASHCL_F32 && d->head_dim % 8 == 0 &&
-        rows_16b_aligned(a->q, a->q_strides, bytes) && rows_16b_aligned(a->k, a->k_strides, bytes) &&
-        rows_16b_aligned(a->v, a->v_strides, bytes) && rows_16b_aligned(a->o, a->o_strides, bytes)) {
+    if (d->dtype != FLASHCL_F32 && d->head_dim % 8 == 0 && rows16) {
         if (!force_wgmma && d->seqlen_q * a->group <= FC_ATTENTION_TC_DECODE_ROWS &&
             !fc_env_flag("FLASHCL_CUDA_ATTENTION_NO_DECODE")) {
             kernel = first_fit(&k->attention_tc_decode[0][d->dtype - 1], FC_TC_DECODE_CONFIG_COUNT,
@@ -200,9 +201,7 @@ static const fc_cuda_attention_kernel *choose_kernel(const fc_cuda_context *ctx,
      * the SIMT kernel (A/B runs). */
     if (!kernel && d->dtype == FLASHCL_F32 && d->head_dim % 4 == 0 &&
         d->seqlen_q * a->group > FC_ATTENTION_TC_DECODE_ROWS &&
-        !fc_env_flag("FLASHCL_CUDA_ATTENTION_NO_TF32") &&
-        rows_16b_aligned(a->q, a->q_strides, bytes) && rows_16b_aligned(a->k, a->k_strides, bytes) &&
-        rows_16b_aligned(a->v, a->v_strides, bytes) && rows_16b_aligned(a->o, a->o_strides, bytes))
+        !fc_env_flag("FLASHCL_CUDA_ATTENTION_NO_TF32") && rows16)
         kernel = first_fit(k->attention_tf32, FC_TF32_CONFIG_COUNT, 1, d->head_dim, forced, 0);
     if (!kernel)
         kernel = first_fit(&k->attention_simt[0][d->dtype], FC_SIMT_CONFIG_COUNT, FC_CUDA_DTYPES,

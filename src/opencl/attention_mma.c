@@ -128,9 +128,20 @@ void fc_cl_attention_mma_release_kernels(fc_cl_context *ctx, int part)
     }
 }
 
+/* Whether every q, k, v and o row starts 16-byte aligned: what cp.async and the 16-byte o stores
+ * of the tensor-core kernels need (8 16-bit elements, 4 f32). */
+static int rows_16b_aligned(const fc_cl_context *ctx, const fc_attention_desc *d)
+{
+    const int64_t elems = 16 / (int64_t)fc_attn_dtype_bytes(d->dtype);
+    return fc_attn_rows_aligned(ctx, d->q_offset, d->dtype, d->q_strides, 3, elems) &&
+           fc_attn_rows_aligned(ctx, d->k_offset, d->dtype, d->k_strides, 3, elems) &&
+           fc_attn_rows_aligned(ctx, d->v_offset, d->dtype, d->v_strides, 3, elems) &&
+           fc_attn_rows_aligned(ctx, d->o_offset, d->dtype, d->o_strides, 3, elems);
+}
+
 /* f32 calls: the 3xTF32 kernel for prefill-family calls (decode keeps the key-parallel kernels,
  * whose cp.async form streams K and V at 78-83 % of copy), where every row is 16-byte aligned
- * (4 f32) and the head dim a multiple of 4 (cp.async chunks), unless FLASHCL_ATTENTION_NO_TF32=1
+ * and the head dim a multiple of 4 (cp.async chunks), unless FLASHCL_ATTENTION_NO_TF32=1
  * asks for the FMA kernel (A/B runs). */
 static int pick_f32(const fc_cl_context *ctx, const fc_attention_desc *d, int prefill,
                     fc_attn_mma_choice *out)
@@ -138,11 +149,7 @@ static int pick_f32(const fc_cl_context *ctx, const fc_attention_desc *d, int pr
     const int c = d->head_dim <= 64 ? 0 : 1;
     const cl_kernel kernel = ctx->attention.mma_f32[c];
     if (!prefill || !kernel || d->head_dim > 128 || d->head_dim % 4 != 0 ||
-        fc_env_flag("FLASHCL_ATTENTION_NO_TF32") ||
-        !fc_attn_rows_aligned(ctx, d->q_offset, d->dtype, d->q_strides, 3, 4) ||
-        !fc_attn_rows_aligned(ctx, d->k_offset, d->dtype, d->k_strides, 3, 4) ||
-        !fc_attn_rows_aligned(ctx, d->v_offset, d->dtype, d->v_strides, 3, 4) ||
-        !fc_attn_rows_aligned(ctx, d->o_offset, d->dtype, d->o_strides, 3, 4))
+        fc_env_flag("FLASHCL_ATTENTION_NO_TF32") || !rows_16b_aligned(ctx, d))
         return 0;
     memset(out, 0, sizeof *out);
     out->kernel = kernel;
@@ -158,12 +165,7 @@ int fc_attn_mma_pick(const fc_cl_context *ctx, const fc_attention_desc *d, int p
     const fc_attention_kernels *ak = &ctx->attention;
     const int c = d->head_dim <= 64 ? 0 : 1, dt = d->dtype == FLASHCL_BF16 ? 1 : 0;
     if (d->dtype == FLASHCL_F32) return pick_f32(ctx, d, prefill, out);
-    /* cp.async and the 16-byte o stores need every row 16-byte aligned: 8 16-bit elements. */
-    if (d->head_dim > 128 || d->head_dim % 8 != 0 || !ak->mma[c][dt] ||
-        !fc_attn_rows_aligned(ctx, d->q_offset, d->dtype, d->q_strides, 3, 8) ||
-        !fc_attn_rows_aligned(ctx, d->k_offset, d->dtype, d->k_strides, 3, 8) ||
-        !fc_attn_rows_aligned(ctx, d->v_offset, d->dtype, d->v_strides, 3, 8) ||
-        !fc_attn_rows_aligned(ctx, d->o_offset, d->dtype, d->o_strides, 3, 8))
+    if (d->head_dim > 128 || d->head_dim % 8 != 0 || !ak->mma[c][dt] || !rows_16b_aligned(ctx, d))
         return 0;
     /* Packed rows of a kv head that fit two warps: the two-warp kernel, unless the other has
      * fewer warps (FLASHCL_ATTENTION_MMA_WARPS=1 or 2, or none). */
