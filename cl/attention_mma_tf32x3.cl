@@ -4,17 +4,18 @@
  *
  * Why: the portable FMA kernel runs f32 at 29 TF/s on an H200, whose f32 FMA peak is about 67,
  * while its TF32 tensor cores do about 495. TF32 alone keeps 10 mantissa bits, too few for f32
- * results, so each operand is split into a TF32 "big" part and the TF32 rounding of what is left
- * ("small"), and a·b is taken as big·big + big·small + small·big: three mma.sync.m16n8k8 whose
- * sum misses only small·small and the roundings, about 2^-21 of |a·b|, against f32's 2^-24 per
- * FMA. Both products (S = Q·Kᵀ and P·V) are computed this way. The tensor cores accumulate with
- * truncation, so a block's P·V is summed apart (6-12 mma steps) and added to O in f32, with the
- * rescale in the same FMA: accumulated across 4096 keys inside the mma, the error had grown to
- * 8.4e-7 (2.3e-6 at 16384 keys); summed per block it is 1.7-3e-8, under the FMA kernel's
- * 5.6-7e-8 on the same inputs (bench host_ref check, H200). Measured in
- * bench/results/2026-11-27-session30.md: H200 D128 S4096 35 TF/s against the FMA kernel's 28.8,
- * D64 S2048 43.7 against 26.6. Measured and dropped there: the scores in two mma chains (8 %
- * slower at D128: registers, not the chains' latency, bound it: 255 and 16 bytes spilled).
+ * results, so each operand is split into a TF32 "big" part and what is left ("small", in TF32
+ * too), and a·b is taken as big·big + big·small + small·big: three mma.sync.m16n8k8 whose sum
+ * misses only small·small and the small parts' truncation, about 2^-21 of |a·b| each, against
+ * f32's 2^-24 per FMA. Both products (S = Q·Kᵀ and P·V) are computed this way. The tensor
+ * cores accumulate with truncation, so a block's P·V is summed apart (6-12 mma steps) and added
+ * to O in f32, with the rescale in the same FMA: accumulated across 4096 keys inside the mma,
+ * the error had grown to 8.4e-7 (2.3e-6 at 16384 keys); summed per block it is 1.6-3e-8, under
+ * the FMA kernel's 5.6-7e-8 on the same inputs (bench host_ref check, H200). Measured on an
+ * H200 (bench/results/2026-11-27-session30.md and -session31.md): D128 S4096 42.4 TF/s against
+ * the FMA kernel's 28.8, D64 S2048 54.8 against 26.6. Measured and dropped: the scores in two
+ * mma chains (8 % slower at D128: registers, not the chains' latency, bound it: 255 and 16
+ * bytes spilled).
  *
  * The schedule is the f16 kernel's (attention_mma.cl): a work-group of 4 warps owns 64 packed
  * rows, each warp 16; Q goes through local memory once into registers (raw f32 A fragments,
@@ -44,19 +45,21 @@
 #define FC_TF32_SMEM(DP, KEYS)                                                                 \
     FC_ATTN_MAX2(16 * FC_TF32_WARPS * FC_TF32_STRIDE(DP), 4 * (KEYS) * FC_TF32_STRIDE(DP))
 
-/* x rounded to TF32 (10 mantissa bits, to nearest, ties away), as f32 bits. */
-FC_INLINE uint fc_tf32_round(float x)
-{
-    uint r;
-    __asm__("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
-    return r;
-}
-
-/* x as (big, small) TF32 parts: x - big is exact in f32, and its rounding is small. */
+/* x as TF32 (big, small) parts, as f32 bits: big is x rounded to TF32 (to nearest, ties away:
+ * half the unit of the 13 dropped bits added to the bit pattern, whose carry moves into the
+ * exponent as it should, then the dropped bits cleared); x - big is exact in f32 and small is it
+ * truncated to TF32, which is what the tensor cores read of it anyway. Truncation adds at most
+ * 2^-21 of |x|, the order of the small·small product 3xTF32 leaves out. Why not cvt.rna.tf32.f32:
+ * ptxas makes it four instructions (an inf/NaN test and a select around the add and the mask),
+ * and this kernel is bound by instruction issue, not by the tensor cores: splitting with the
+ * integer form cut the hot loop from 13.7 to 9.4 instructions an mma (clang + ptxas sm_90a) and
+ * took the H200 from 35.0 to 42.4 TF/s at D128 and from 43.6 to 54.8 at D64, with the same errors
+ * (bench/results/2026-11-27-session31.md). inf and NaN give NaN small parts either way, so their
+ * products stay NaN. */
 FC_INLINE uint2 fc_tf32_split(float x)
 {
-    const uint big = fc_tf32_round(x);
-    return (uint2)(big, fc_tf32_round(x - as_float(big)));
+    const uint big = (as_uint(x) + 0x1000u) & 0xffffe000u;
+    return (uint2)(big, as_uint(x - as_float(big)) & 0xffffe000u);
 }
 
 /* acc += A·B for one 16x8x8 TF32 tile. */

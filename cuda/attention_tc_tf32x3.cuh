@@ -1,7 +1,7 @@
 /* Attention forward for f32 on tensor cores at f32 accuracy (3xTF32): the CUDA form of
  * cl/attention_mma_tf32x3.cl, which says why and measures it. In short:
  *
- * - Each operand is split into a TF32 big part and the TF32 rounding of the rest (small), and
+ * - Each operand is split into a TF32 big part and the rest in TF32 (small), and
  *   a·b = big·big + big·small + small·big: three mma.sync.m16n8k8 a product.
  * - A block's P·V is summed apart and added to O in f32, with the online-softmax rescale, in
  *   one FMA. The tensor cores accumulate with truncation; summed over all keys inside the mma,
@@ -23,17 +23,14 @@
 
 #include "attention_tc_primitives.cuh"
 
-/* x rounded to TF32 (10 mantissa bits, to nearest, ties away), as f32 bits. */
-FC_DEVICE unsigned tf32_round(float x) {
-    unsigned r;
-    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
-    return r;
-}
-
-/* x as TF32 big and small parts: x - big is exact in f32, and small is its rounding. */
+/* x as TF32 big and small parts, as f32 bits: big is x rounded to nearest TF32 by an integer
+ * add and mask, small is x - big (exact in f32) truncated to TF32. cvt.rna.tf32.f32 costs ptxas
+ * four instructions a rounding, and this kernel is bound by instruction issue: the integer form
+ * took an H200 from 35.7 to 47.2 TF/s at D128 S4096 (cl/attention_mma_tf32x3.cl says why it is
+ * exact enough; bench/results/2026-11-27-session31.md). */
 FC_DEVICE void tf32_split(float x, unsigned &big, unsigned &small) {
-    big = tf32_round(x);
-    small = tf32_round(x - __uint_as_float(big));
+    big = (__float_as_uint(x) + 0x1000u) & 0xffffe000u;
+    small = __float_as_uint(x - __uint_as_float(big)) & 0xffffe000u;
 }
 
 /* d += a·b for one 16x8x8 TF32 tile: A row-major 16x8, B column-major 8x8, f32 accumulators. */
