@@ -66,6 +66,13 @@ FC_ATTENTION_TC_DECODE_CONFIGS(FC_ATTENTION_TC_DECODE_KERNEL)
     }
 FC_ATTENTION_TF32_CONFIGS(FC_ATTENTION_TF32_KERNEL)
 
+#define FC_ATTENTION_TF32_DECODE_KERNEL(name, DP, KEYS, STAGES)                                 \
+    extern "C" __global__ void __launch_bounds__(FC_ATTENTION_TC_THREADS)                       \
+        fc_attention_##name##_f32(fc_attention_args a) {                                        \
+        attention_tc_decode<FC_F32, DP, KEYS, STAGES>(a);                                       \
+    }
+FC_ATTENTION_TF32_DECODE_CONFIGS(FC_ATTENTION_TF32_DECODE_KERNEL)
+
 #define FC_ATTENTION_SIMT_KERNEL_DT(name, DP, dt_name, DT)                                      \
     extern "C" __global__ void __launch_bounds__(FC_ATTENTION_SIMT_THREADS)                     \
         fc_attention_simt_##name##_##dt_name(fc_attention_args a) {                             \

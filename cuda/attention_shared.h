@@ -84,6 +84,19 @@ typedef struct fc_merge_args {
     X(tf32_d128k16, 128, 16)
 #define FC_ATTENTION_TF32_ROWS (16 * FC_ATTENTION_TC_WARPS)
 
+/* f32 decode on tensor cores by 3xTF32: the decode kernel (cuda/attention_tc_decode.cuh) with
+ * the f32 prefill kernel's key block. X(name, head_dim_pad, keys, stages) as
+ * FC_ATTENTION_TC_DECODE_CONFIGS (f32 rows padded by 4); the host takes the first whose pad covers
+ * head_dim and whose shared memory the device gives, for f32 calls of at most 16 packed rows a kv
+ * head. tf32_decode_d128 (110 KiB) leaves room for two blocks an SM on sm90, d128k16 (143 KiB)
+ * for one: H200, B1 Hq32 Hkv4 Sk65536 D128, 3.0 TB/s of K and V with 64 splits (two blocks an SM)
+ * against 2.3 for d128k16 at one block an SM and 0.9 for the SIMT kernel
+ * (bench/results/2026-11-27-session31.md). */
+#define FC_ATTENTION_TF32_DECODE_CONFIGS(X) \
+    X(tf32_decode_d64, 64, 16, 3)          \
+    X(tf32_decode_d128, 128, 8, 3)         \
+    X(tf32_decode_d128k16, 128, 16, 2)
+
 /* Hopper warpgroup-MMA forward (cuda/attention_wgmma.cuh; sm_90a cubin only, launched on
  * compute capability 9.0 alone): blocks of `wgs` warpgroups of 128 threads, each warpgroup
  * owning 64 packed rows, key blocks of `keys`; `pipe` 1 overlaps the softmax of one key block

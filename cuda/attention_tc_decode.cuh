@@ -1,5 +1,6 @@
-/* Attention forward on tensor cores for decode shapes (f16 / bf16): at most 16 packed query rows
- * (Sq·group <= 16, e.g. one token of 8 GQA heads) against long keys. Reading K and V once at
+/* Attention forward on tensor cores for decode shapes: at most 16 packed query rows
+ * (Sq·group <= 16, e.g. one token of 8 GQA heads) against long keys; f16 / bf16 on mma.sync
+ * m16n8k16, f32 by 3xTF32 (attention_tc_tf32x3.cuh's key block). Reading K and V once at
  * full bandwidth is the whole job (evict-first in L2, the first blocks prefetched into L2 before
  * the programmatic-dependent wait), so the block's 4 warps do not share tiles: each warp streams
  * its own key blocks (the block's blocks taken in turn, w, w + 4, ...) through a private ring of
@@ -7,29 +8,43 @@
  * flight while it computes on one; no block-wide barrier in the loop. Each warp runs the same
  * 16-row mma tile as the prefill kernel (Q in registers, P from registers) over its keys; at
  * the end the 4 partial (max, sum, o) of every row are merged through shared memory. Split-KV
- * (blockIdx.y) spreads the keys over enough blocks to fill the GPU, as for the prefill kernel. */
+ * (blockIdx.y) spreads the keys over enough blocks to fill the GPU, as for the prefill kernel.
+ *
+ * Why f32 here: decode shapes fill at most 16 of the f32 prefill kernel's 64 rows, and the SIMT
+ * kernel that took them read K and V at 0.7-1.0 TB/s on an H200 (B1-8 Hq32 Hkv4 D128), a
+ * quarter of what NVIDIA's OpenCL path reaches with its key-parallel FMA kernel. */
 #pragma once
 
-#include "attention_tc_primitives.cuh"
+#include <type_traits>
+
+#include "attention_tc_tf32x3.cuh"
 
 template <int DT, int DP, int KEYS, int STAGES>
 __device__ void attention_tc_decode(const fc_attention_args &a) {
+    constexpr bool F32 = DT == FC_F32;
+    constexpr int ES = F32 ? 4 : 2; /* bytes an element */
+    /* Shared-memory rows: 16-bit rows padded by 8 elements, f32 rows by 4 (both 16 bytes);
+     * the loaders count 16-bit units, two an f32 element. */
+    using elem = typename std::conditional<F32, float, uint16_t>::type;
+    using layout = typename std::conditional<F32, f32_padded_layout<DP>, padded_layout<DP>>::type;
+    constexpr int UNITS = F32 ? 2 * DP : DP;
     constexpr int WARPS = FC_ATTENTION_TC_WARPS, THREADS = 32 * WARPS, ROWS = 16;
-    constexpr int STRIDE = DP + 8, NT = KEYS / 8, DT8 = DP / 8, KD = DP / 16;
+    constexpr int STRIDE = F32 ? DP + 4 : DP + 8, NT = KEYS / 8, DT8 = DP / 8, KD = DP / 16;
     constexpr int SLOT = 2 * KEYS * STRIDE; /* one ring slot: K then V */
     constexpr bool QREG = DP <= 128;
     extern __shared__ __align__(16) uint16_t smem[];
-    uint16_t *q_tile = smem, *ring = smem + ROWS * STRIDE;
+    elem *q_tile = reinterpret_cast<elem *>(smem), *ring = q_tile + ROWS * STRIDE;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-    uint16_t *my_ring = ring + warp * STAGES * SLOT;
+    elem *my_ring = ring + warp * STAGES * SLOT;
+    const int units = F32 ? 2 * (int)a.head_dim : (int)a.head_dim;
 
     int64_t r0, b;
     int kv_head;
     block_position(a, ROWS, r0, b, kv_head);
     const int64_t packed = a.seqlen_q * a.group;
     const block_keys plan = plan_keys(a, r0, ROWS, KEYS);
-    const kv_sources src = kv_sources_of(a, b, kv_head);
-    auto q_row = [&](int r, bool &ok) { return q_row_address(a, r0 + r, b, kv_head, ok); };
+    const kv_sources src = kv_sources_of<ES>(a, b, kv_head);
+    auto q_row = [&](int r, bool &ok) { return q_row_address<ES>(a, r0 + r, b, kv_head, ok); };
     /* The first key of this warp's i-th key block (walked from the last down), and the block's
      * K/V loads into its ring slot. */
     const int64_t blocks = plan.last_block - plan.first_block + 1;
@@ -38,11 +53,11 @@ __device__ void attention_tc_decode(const fc_attention_args &a) {
     auto load_block = [&](int64_t i) {
         if (i < mine) {
             const int64_t n0 = block_key(i);
-            uint16_t *slot = my_ring + (int)(i % STAGES) * SLOT;
-            load_rows<KEYS, DP, 32, padded_layout<DP>, true>(slot, (int)a.head_dim, src.k + n0 * src.k_step,
-                                                             src.k_step, a.seqlen_k - n0, lane);
-            load_rows<KEYS, DP, 32, padded_layout<DP>, true>(slot + KEYS * STRIDE, (int)a.head_dim,
-                                                             src.v + n0 * src.v_step, src.v_step, a.seqlen_k - n0, lane);
+            elem *slot = my_ring + (int)(i % STAGES) * SLOT;
+            load_rows<KEYS, UNITS, 32, layout, true>(slot, units, src.k + n0 * src.k_step, src.k_step,
+                                                     a.seqlen_k - n0, lane);
+            load_rows<KEYS, UNITS, 32, layout, true>(slot + KEYS * STRIDE, units, src.v + n0 * src.v_step,
+                                                     src.v_step, a.seqlen_k - n0, lane);
         }
         cp_async_commit(); /* empty groups keep every thread's count aligned with i */
     };
@@ -55,11 +70,11 @@ __device__ void attention_tc_decode(const fc_attention_args &a) {
      * writes later (a KV-cache append) is still read as written. Only warps with at least four
      * times that many blocks prefetch: with 8 blocks a warp (Sk 16384, 32 splits) the prefetch
      * cost 0.4 us of 14 (H200). */
-    constexpr int PREFETCH = FC_ATTENTION_TC_DECODE_PREFETCH_BYTES / (2 * KEYS * DP * 2); /* K + V blocks */
+    constexpr int PREFETCH = FC_ATTENTION_TC_DECODE_PREFETCH_BYTES / (2 * KEYS * DP * ES); /* K + V blocks */
     for (int64_t i = 0; mine >= 4 * PREFETCH && i < PREFETCH; i++) {
         const int64_t n0 = block_key(i);
-        prefetch_rows_l2<KEYS, DP, 32>(src.k + n0 * src.k_step, src.k_step, a.seqlen_k - n0, (int)a.head_dim, lane);
-        prefetch_rows_l2<KEYS, DP, 32>(src.v + n0 * src.v_step, src.v_step, a.seqlen_k - n0, (int)a.head_dim, lane);
+        prefetch_rows_l2<KEYS, UNITS, 32>(src.k + n0 * src.k_step, src.k_step, a.seqlen_k - n0, units, lane);
+        prefetch_rows_l2<KEYS, UNITS, 32>(src.v + n0 * src.v_step, src.v_step, a.seqlen_k - n0, units, lane);
     }
     /* Then wait for that kernel (which may have written q, k or v, or still read o), and let
      * the split-KV merge be scheduled -- it waits for this grid's results itself. Without
@@ -68,16 +83,22 @@ __device__ void attention_tc_decode(const fc_attention_args &a) {
     asm volatile("griddepcontrol.wait;" ::: "memory");
     if (a.splits > 1) asm volatile("griddepcontrol.launch_dependents;");
 #endif
-    load_tile<ROWS, DP, THREADS>(q_tile, (int)a.head_dim, reinterpret_cast<const char *>(a.q), q_row, threadIdx.x);
+    load_tile<ROWS, UNITS, THREADS, layout>(q_tile, units, reinterpret_cast<const char *>(a.q), q_row,
+                                            threadIdx.x);
     cp_async_commit();
 #pragma unroll
     for (int i = 0; i < STAGES - 1; i++) load_block(i);
     cp_async_wait<STAGES - 1>(); /* Q has landed */
     __syncthreads();
 
+    /* Q in registers: raw f32 A fragments (f32), or ldmatrix fragments (16-bit, D <= 128; past
+     * that, read again for each block) */
+    using q_frags = typename std::conditional<F32, float[DT8][4], unsigned[QREG ? KD : 1][4]>::type;
+    q_frags qa;
     const unsigned q_frag = smem_u32(q_tile + (lane % 16) * STRIDE + (lane / 16) * 8);
-    unsigned qa[QREG ? KD : 1][4];
-    if constexpr (QREG) {
+    if constexpr (F32) {
+        tf32_load_q<DP>(qa, reinterpret_cast<const float *>(q_tile), g, t);
+    } else if constexpr (QREG) {
 #pragma unroll
         for (int kk = 0; kk < KD; kk++) ldmatrix_x4(qa[kk], q_frag + kk * 16 * 2);
     }
@@ -91,43 +112,46 @@ __device__ void attention_tc_decode(const fc_attention_args &a) {
         load_block(i + STAGES - 1);
         cp_async_wait<STAGES - 1>(); /* block i has landed (this lane's copies) */
         __syncwarp();                /* ... and every lane's */
-        const uint16_t *slot = my_ring + (int)(i % STAGES) * SLOT;
-        const unsigned k_frag = smem_u32(slot + ((lane / 16) * 8 + lane % 8) * STRIDE + ((lane / 8) % 2) * 8);
-        const unsigned v_frag = smem_u32(slot + KEYS * STRIDE + (((lane / 8) % 2) * 8 + lane % 8) * STRIDE + (lane / 16) * 8);
+        const elem *slot = my_ring + (int)(i % STAGES) * SLOT;
         const int64_t n0 = block_key(i);
-
-        float s[NT][4];
-#pragma unroll
-        for (int n = 0; n < NT; n++) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
-#pragma unroll
-        for (int kk = 0; kk < KD; kk++) {
-            unsigned qs[4];
-            if constexpr (QREG) {
-#pragma unroll
-                for (int x = 0; x < 4; x++) qs[x] = qa[kk][x];
-            } else {
-                ldmatrix_x4(qs, q_frag + kk * 16 * 2);
-            }
-#pragma unroll
-            for (int n = 0; n < NT; n += 2) {
-                unsigned kb[4];
-                ldmatrix_x4(kb, k_frag + (n * 8 * STRIDE + kk * 16) * 2);
-                mma16816<DT>(s[n], qs, kb[0], kb[1]);
-                mma16816<DT>(s[n + 1], qs, kb[2], kb[3]);
-            }
-        }
         const bool masked = n0 < plan.all_lo || n0 + KEYS - 1 > plan.all_hi;
-        online_softmax_tile(a, s, o, m, l, masked, r0, n0, g, t);
+        if constexpr (F32) {
+            tf32x3_key_block<DP, KEYS>(a, qa, slot, o, m, l, masked, r0, n0, g, t);
+        } else {
+            const unsigned k_frag = smem_u32(slot + ((lane / 16) * 8 + lane % 8) * STRIDE + ((lane / 8) % 2) * 8);
+            const unsigned v_frag = smem_u32(slot + KEYS * STRIDE + (((lane / 8) % 2) * 8 + lane % 8) * STRIDE + (lane / 16) * 8);
+            float s[NT][4];
 #pragma unroll
-        for (int kk = 0; kk < KEYS / 16; kk++) {
-            unsigned p[4];
-            probabilities_as_a<DT>(p, s, kk);
+            for (int n = 0; n < NT; n++) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
 #pragma unroll
-            for (int j = 0; j < DT8; j += 2) {
-                unsigned vb[4];
-                ldmatrix_x4_trans(vb, v_frag + (kk * 16 * STRIDE + j * 8) * 2);
-                mma16816<DT>(o[j], p, vb[0], vb[1]);
-                mma16816<DT>(o[j + 1], p, vb[2], vb[3]);
+            for (int kk = 0; kk < KD; kk++) {
+                unsigned qs[4];
+                if constexpr (QREG) {
+#pragma unroll
+                    for (int x = 0; x < 4; x++) qs[x] = qa[kk][x];
+                } else {
+                    ldmatrix_x4(qs, q_frag + kk * 16 * 2);
+                }
+#pragma unroll
+                for (int n = 0; n < NT; n += 2) {
+                    unsigned kb[4];
+                    ldmatrix_x4(kb, k_frag + (n * 8 * STRIDE + kk * 16) * 2);
+                    mma16816<DT>(s[n], qs, kb[0], kb[1]);
+                    mma16816<DT>(s[n + 1], qs, kb[2], kb[3]);
+                }
+            }
+            online_softmax_tile(a, s, o, m, l, masked, r0, n0, g, t);
+#pragma unroll
+            for (int kk = 0; kk < KEYS / 16; kk++) {
+                unsigned p[4];
+                probabilities_as_a<DT>(p, s, kk);
+#pragma unroll
+                for (int j = 0; j < DT8; j += 2) {
+                    unsigned vb[4];
+                    ldmatrix_x4_trans(vb, v_frag + (kk * 16 * STRIDE + j * 8) * 2);
+                    mma16816<DT>(o[j], p, vb[0], vb[1]);
+                    mma16816<DT>(o[j + 1], p, vb[2], vb[3]);
+                }
             }
         }
         __syncwarp(); /* every lane is done with this slot before it is refilled */
@@ -140,7 +164,7 @@ __device__ void attention_tc_decode(const fc_attention_args &a) {
      * fell into the same 8 banks (8-way conflicts, 0.54 us of the epilogue on an H200); with the
      * pad a store takes the 2 wavefronts that its 64 words need. */
     constexpr int PSTRIDE = DP + 8;
-    static_assert(WARPS * ROWS * (PSTRIDE + 2) * 4 <= WARPS * STAGES * SLOT * 2, "partials fit the ring");
+    static_assert(WARPS * ROWS * (PSTRIDE + 2) * 4 <= WARPS * STAGES * SLOT * ES, "partials fit the ring");
     float *part_o = reinterpret_cast<float *>(ring);   /* [WARPS][ROWS][PSTRIDE] */
     float *part_ml = part_o + WARPS * ROWS * PSTRIDE;  /* [WARPS][ROWS][2] */
 #pragma unroll

@@ -68,10 +68,73 @@ template <int DP> struct f32_padded_layout {
     template <int ROWS> static FC_DEVICE int offset(int r, int c) { return (r * (DP + 4) + c * 4) * 4; }
 };
 
+/* Q's A fragments of one warp's 16 rows, raw f32, from a tile of f32 rows padded by 4: rows g and
+ * g + 8 at dims kk·8 + t and kk·8 + t + 4 (split again for each key block: keeping both parts
+ * would double them). */
+template <int DP>
+FC_DEVICE void tf32_load_q(float (&qa)[DP / 8][4], const float *rows16, int g, int t) {
+    constexpr int STRIDE = DP + 4;
+    const float *qr = rows16 + g * STRIDE + t;
+#pragma unroll
+    for (int kk = 0; kk < DP / 8; kk++) {
+        qa[kk][0] = qr[kk * 8];
+        qa[kk][1] = qr[8 * STRIDE + kk * 8];
+        qa[kk][2] = qr[kk * 8 + 4];
+        qa[kk][3] = qr[8 * STRIDE + kk * 8 + 4];
+    }
+}
+
+/* One key block for one warp's 16 rows (packed rows w0..w0+15, keys n0..n0+KEYS-1), from a slot
+ * of K then V rows (f32, padded by 4): S = Q·Kᵀ, the online softmax, and O = alpha·O + P·V with
+ * the block's P·V summed apart. The prefill kernel below and the decode kernel
+ * (attention_tc_decode.cuh) run it. */
+template <int DP, int KEYS>
+FC_DEVICE void tf32x3_key_block(const fc_attention_args &a, const float (&qa)[DP / 8][4],
+                                const float *slot, float (&o)[DP / 8][4], float (&m)[2],
+                                float (&l)[2], bool masked, int64_t w0, int64_t n0, int g, int t) {
+    constexpr int STRIDE = DP + 4, NT = KEYS / 8, DT8 = DP / 8;
+    const float *kt = slot + g * STRIDE + t;
+    const float *vt = slot + KEYS * STRIDE + 2 * t * STRIDE + g;
+
+    /* S = Q·Kᵀ: B fragment (n, kk) is K[n·8 + g][kk·8 + t] and 4 dims on. */
+    float s[NT][4];
+#pragma unroll
+    for (int n = 0; n < NT; n++) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
+#pragma unroll
+    for (int kk = 0; kk < DT8; kk++) {
+        unsigned a_big[4], a_small[4];
+        tf32_split4(qa[kk][0], qa[kk][1], qa[kk][2], qa[kk][3], a_big, a_small);
+#pragma unroll
+        for (int n = 0; n < NT; n++)
+            mma1688_x3(s[n], a_big, a_small, kt[n * 8 * STRIDE + kk * 8],
+                       kt[n * 8 * STRIDE + kk * 8 + 4]);
+    }
+
+    float alpha[2];
+    online_softmax_scores(a, s, m, l, alpha, masked, w0, n0, g, t);
+
+    /* O = alpha·O + P·V, the block's P·V summed apart. A = (c0, c2, c1, c3) of score tile kk;
+     * B = V[kk·8 + 2t] and the key after it, at dim j·8 + g. */
+    unsigned p_big[NT][4], p_small[NT][4];
+#pragma unroll
+    for (int kk = 0; kk < NT; kk++)
+        tf32_split4(s[kk][0], s[kk][2], s[kk][1], s[kk][3], p_big[kk], p_small[kk]);
+#pragma unroll
+    for (int j = 0; j < DT8; j++) {
+        float pv[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+        for (int kk = 0; kk < NT; kk++)
+            mma1688_x3(pv, p_big[kk], p_small[kk], vt[kk * 8 * STRIDE + j * 8],
+                       vt[(kk * 8 + 1) * STRIDE + j * 8]);
+#pragma unroll
+        for (int e = 0; e < 4; e++) o[j][e] = fmaf(o[j][e], alpha[e / 2], pv[e]);
+    }
+}
+
 template <int DP, int KEYS>
 __device__ void attention_tc_tf32x3(const fc_attention_args &a) {
     constexpr int WARPS = FC_ATTENTION_TC_WARPS, THREADS = 32 * WARPS, ROWS = 16 * WARPS;
-    constexpr int STRIDE = DP + 4, NT = KEYS / 8, DT8 = DP / 8;
+    constexpr int STRIDE = DP + 4, DT8 = DP / 8;
     constexpr int SLOT = 2 * KEYS * STRIDE; /* one ring slot: K then V */
     extern __shared__ __align__(16) float smem_f32[];
     float *q_tile = smem_f32, *ring = smem_f32 + ROWS * STRIDE;
@@ -101,7 +164,7 @@ __device__ void attention_tc_tf32x3(const fc_attention_args &a) {
         cp_async_commit();
     };
 
-    float qa[DT8][4]; /* Q's A fragments: rows g, g + 8 at dims kk·8 + t and + 4 */
+    float qa[DT8][4];
     if (plan.last_block >= plan.first_block) {
         load_tile<ROWS, 2 * DP, THREADS, f32_padded_layout<DP>>(
             q_tile, units, reinterpret_cast<const char *>(a.q), q_row, threadIdx.x);
@@ -114,53 +177,9 @@ __device__ void attention_tc_tf32x3(const fc_attention_args &a) {
         cp_async_wait<0>(); /* K/V(blk) (and, first time, Q) have landed: this thread's copies */
         __syncthreads();    /* ... everyone's, and every warp is done with the other slot */
         if (blk > plan.first_block) load_kv(n0 - KEYS, slot ^ 1); /* streams during this block */
-        if (blk == plan.last_block) {
-            const float *qr = q_tile + (warp * 16 + g) * STRIDE + t;
-#pragma unroll
-            for (int kk = 0; kk < DT8; kk++) {
-                qa[kk][0] = qr[kk * 8];
-                qa[kk][1] = qr[8 * STRIDE + kk * 8];
-                qa[kk][2] = qr[kk * 8 + 4];
-                qa[kk][3] = qr[8 * STRIDE + kk * 8 + 4];
-            }
-        }
-        const float *kt = ring + slot * SLOT + g * STRIDE + t;
-        const float *vt = ring + slot * SLOT + KEYS * STRIDE + 2 * t * STRIDE + g;
-
-        /* S = Q·Kᵀ: B fragment (n, kk) is K[n·8 + g][kk·8 + t] and 4 dims on. */
-        float s[NT][4];
-#pragma unroll
-        for (int n = 0; n < NT; n++) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
-#pragma unroll
-        for (int kk = 0; kk < DT8; kk++) {
-            unsigned a_big[4], a_small[4];
-            tf32_split4(qa[kk][0], qa[kk][1], qa[kk][2], qa[kk][3], a_big, a_small);
-#pragma unroll
-            for (int n = 0; n < NT; n++)
-                mma1688_x3(s[n], a_big, a_small, kt[n * 8 * STRIDE + kk * 8],
-                           kt[n * 8 * STRIDE + kk * 8 + 4]);
-        }
-
-        float alpha[2];
+        if (blk == plan.last_block) tf32_load_q<DP>(qa, q_tile + warp * 16 * STRIDE, g, t);
         const bool masked = n0 < plan.all_lo || n0 + KEYS - 1 > plan.all_hi;
-        online_softmax_scores(a, s, m, l, alpha, masked, w0, n0, g, t);
-
-        /* O = alpha·O + P·V, the block's P·V summed apart. A = (c0, c2, c1, c3) of score tile
-         * kk; B = V[kk·8 + 2t] and the key after it, at dim j·8 + g. */
-        unsigned p_big[NT][4], p_small[NT][4];
-#pragma unroll
-        for (int kk = 0; kk < NT; kk++)
-            tf32_split4(s[kk][0], s[kk][2], s[kk][1], s[kk][3], p_big[kk], p_small[kk]);
-#pragma unroll
-        for (int j = 0; j < DT8; j++) {
-            float pv[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-            for (int kk = 0; kk < NT; kk++)
-                mma1688_x3(pv, p_big[kk], p_small[kk], vt[kk * 8 * STRIDE + j * 8],
-                           vt[(kk * 8 + 1) * STRIDE + j * 8]);
-#pragma unroll
-            for (int e = 0; e < 4; e++) o[j][e] = fmaf(o[j][e], alpha[e / 2], pv[e]);
-        }
+        tf32x3_key_block<DP, KEYS>(a, qa, ring + slot * SLOT, o, m, l, masked, w0, n0, g, t);
     }
     store_tile<FC_F32>(a, w0, b, kv_head, o, m, l, g, t);
 }

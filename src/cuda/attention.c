@@ -152,8 +152,8 @@ static int persistent_kinds(const fc_attention_desc *d, const fc_attention_args 
  * 16-byte copies -- the decode kernel when all packed rows fit its 16 (unless
  * FLASHCL_CUDA_ATTENTION_NO_DECODE asks for a prefill kernel, for comparisons), else Hopper's
  * wgmma kernel on compute capability 9.0 (unless FLASHCL_CUDA_ATTENTION_NO_WGMMA), else the
- * mma.sync prefill kernel --, f32 prefill shapes on tensor cores by 3xTF32 under the same
- * conditions, and the SIMT kernel, which takes any layout, for the rest. A
+ * mma.sync prefill kernel --, f32 on tensor cores by 3xTF32 under the same conditions (its
+ * decode and prefill kernels alike), and the SIMT kernel, which takes any layout, for the rest. A
  * forced configuration (FLASHCL_CUDA_ATTENTION_CONFIG) of the wgmma family skips the decode
  * kernel and overrides NO_WGMMA; one of another family skips the wgmma kernels. */
 static const fc_cuda_attention_kernel *choose_kernel(const fc_cuda_context *ctx,
@@ -195,14 +195,19 @@ static const fc_cuda_attention_kernel *choose_kernel(const fc_cuda_context *ctx,
             kernel = first_fit(&k->attention_tc[0][d->dtype - 1], FC_TC_CONFIG_COUNT, 2, d->head_dim,
                                forced, 0);
     }
-    /* f32 on tensor cores at f32 accuracy (3xTF32) where the rows allow 16-byte copies and a
-     * kv head's packed rows fill more than the 16 a decode tile holds (decode shapes keep the
-     * SIMT kernel, whose 16-row blocks waste no rows); FLASHCL_CUDA_ATTENTION_NO_TF32=1 keeps
-     * the SIMT kernel (A/B runs). */
-    if (!kernel && d->dtype == FLASHCL_F32 && d->head_dim % 4 == 0 &&
-        d->seqlen_q * a->group > FC_ATTENTION_TC_DECODE_ROWS &&
-        !fc_env_flag("FLASHCL_CUDA_ATTENTION_NO_TF32") && rows16)
-        kernel = first_fit(k->attention_tf32, FC_TF32_CONFIG_COUNT, 1, d->head_dim, forced, 0);
+    /* f32 on tensor cores at f32 accuracy (3xTF32) where the rows allow 16-byte copies: the
+     * decode kernel where a kv head's packed rows fit its 16 (warps walking keys apart), else the
+     * prefill kernel; FLASHCL_CUDA_ATTENTION_NO_TF32=1 keeps the SIMT kernel (A/B runs). */
+    if (!kernel && d->dtype == FLASHCL_F32 && d->head_dim % 4 == 0 && rows16 &&
+        !fc_env_flag("FLASHCL_CUDA_ATTENTION_NO_TF32")) {
+        if (d->seqlen_q * a->group > FC_ATTENTION_TC_DECODE_ROWS)
+            kernel = first_fit(k->attention_tf32, FC_TF32_CONFIG_COUNT, 1, d->head_dim, forced, 0);
+        else if (!fc_env_flag("FLASHCL_CUDA_ATTENTION_NO_DECODE")) {
+            kernel = first_fit(k->attention_tf32_decode, FC_TF32_DECODE_CONFIG_COUNT, 1,
+                               d->head_dim, forced, 0);
+            *decode = kernel != NULL;
+        }
+    }
     if (!kernel)
         kernel = first_fit(&k->attention_simt[0][d->dtype], FC_SIMT_CONFIG_COUNT, FC_CUDA_DTYPES,
                            d->head_dim, forced, 0);
@@ -255,14 +260,20 @@ flashcl_status fc_cuda_attention_forward(void *opaque, const fc_attention_desc *
      * (the decode kernel's 4) at least two key blocks. The decode kernel takes as many splits
      * as give every SM at most one block: on an H100 (2026-11-22, f16, D 128) B1 Hkv4 Sk65536 ran
      * in 52.1 us with 33 splits (132 blocks) against 53.0 with 66 and 55.8 with 48, and B8 Hkv8
-     * Sk8192 in 95.3 us with 2 (128 blocks) against 104.0 with 3 (192: some SMs get two). */
+     * Sk8192 in 95.3 us with 2 (128 blocks) against 104.0 with 3 (192: some SMs get two). The
+     * f32 decode kernel, whose warps are busier with its three products a multiply, takes as
+     * many as fill every block an SM holds (two on an H200): B1 Hq32 Hkv4 Sk65536 D128 3.0 TB/s
+     * with 66 splits against 2.0 with 33 (2026-11-27, bench/results/2026-11-27-session31.md). */
     row_blocks = ceil_div((uint64_t)(d->seqlen_q * a.group), (uint64_t)kernel->rows);
     blocks = row_blocks * (uint64_t)(d->batch * d->heads_kv);
     min_split_keys = 2 * (uint64_t)kernel->keys * (decode ? FC_ATTENTION_TC_WARPS : 1);
     if (blocks < 2 * (uint64_t)ctx->sm_count && (uint64_t)d->seqlen_k > min_split_keys) {
         uint64_t most = ceil_div((uint64_t)d->seqlen_k, min_split_keys);
-        splits = decode ? (uint64_t)ctx->sm_count / blocks
-                        : ceil_div(2 * (uint64_t)ctx->sm_count, blocks);
+        const uint64_t decode_slots =
+            (uint64_t)ctx->sm_count *
+            (d->dtype == FLASHCL_F32 && kernel->blocks_per_sm > 1 ? (uint64_t)kernel->blocks_per_sm
+                                                                  : 1);
+        splits = decode ? decode_slots / blocks : ceil_div(2 * (uint64_t)ctx->sm_count, blocks);
         if (splits < 1) splits = 1;
         if (splits > most) splits = most;
         if (splits > FC_MAX_SPLITS) splits = FC_MAX_SPLITS;

@@ -22,7 +22,8 @@ enum {
 };
 
 /* Attention configurations, indexed like FC_ATTENTION_TC_CONFIGS, FC_ATTENTION_TC_DECODE_CONFIGS,
- * FC_ATTENTION_WGMMA_CONFIGS, FC_ATTENTION_TF32_CONFIGS and FC_ATTENTION_SIMT_CONFIGS. */
+ * FC_ATTENTION_WGMMA_CONFIGS, FC_ATTENTION_TF32_CONFIGS, FC_ATTENTION_TF32_DECODE_CONFIGS and
+ * FC_ATTENTION_SIMT_CONFIGS. */
 enum {
 #define FC_TC_CONFIG_ENUM_(name, pad, keys, mtiles) FC_TC_CONFIG_##name,
     FC_ATTENTION_TC_CONFIGS(FC_TC_CONFIG_ENUM_)
@@ -46,6 +47,12 @@ enum {
     FC_ATTENTION_TF32_CONFIGS(FC_TF32_CONFIG_ENUM_)
 #undef FC_TF32_CONFIG_ENUM_
     FC_TF32_CONFIG_COUNT
+};
+enum {
+#define FC_TF32_DECODE_CONFIG_ENUM_(name, pad, keys, stages) FC_TF32_DECODE_CONFIG_##name,
+    FC_ATTENTION_TF32_DECODE_CONFIGS(FC_TF32_DECODE_CONFIG_ENUM_)
+#undef FC_TF32_DECODE_CONFIG_ENUM_
+    FC_TF32_DECODE_CONFIG_COUNT
 };
 enum {
 #define FC_SIMT_CONFIG_ENUM_(name, pad) FC_SIMT_CONFIG_##name,
@@ -109,6 +116,7 @@ typedef struct fc_cuda_kernels {
     fc_cuda_attention_kernel attention_tc_decode[FC_TC_DECODE_CONFIG_COUNT][2];
     fc_cuda_attention_kernel attention_wgmma[FC_WGMMA_CONFIG_COUNT][2]; /* usable on cc 9.0 only */
     fc_cuda_attention_kernel attention_tf32[FC_TF32_CONFIG_COUNT];     /* f32 by 3xTF32 */
+    fc_cuda_attention_kernel attention_tf32_decode[FC_TF32_DECODE_CONFIG_COUNT]; /* ... decode */
     fc_cuda_attention_kernel attention_simt[FC_SIMT_CONFIG_COUNT][FC_CUDA_DTYPES];
     CUfunction attention_merge[FC_CUDA_DTYPES];                       /* by the parts' dtype */
     /* The driver has cuLaunchKernelEx and the loaded image was compiled for compute_90 or later

@@ -173,11 +173,14 @@ static flashcl_status get_softmax_kernels(fc_cuda_context *ctx, int dt) {
 static unsigned tc_smem(int pad, int keys, int rows) {
     return (unsigned)((rows + 2 * 2 * keys) * (pad + 8) * 2); /* Q, and two slots of K + V */
 }
-static unsigned tc_decode_smem(int pad, int keys, int stages) {
+/* The decode kernel's: Q, then the warps' rings, which later hold the partials; rows of 16-bit
+ * elements padded by 8, of f32 (elem_bytes 4) by 4. */
+static unsigned tc_decode_smem(int pad, int keys, int stages, int elem_bytes) {
     const int warps = FC_ATTENTION_TC_WARPS, rows = FC_ATTENTION_TC_DECODE_ROWS;
-    const unsigned ring = (unsigned)(warps * stages * 2 * keys * (pad + 8) * 2);
+    const int row = (pad + (elem_bytes == 4 ? 4 : 8)) * elem_bytes;
+    const unsigned ring = (unsigned)(warps * stages * 2 * keys * row);
     const unsigned partials = (unsigned)(warps * rows * (pad + 8 + 2) * 4); /* padded rows, m, l */
-    return (unsigned)(rows * (pad + 8) * 2) + (ring > partials ? ring : partials);
+    return (unsigned)(rows * row) + (ring > partials ? ring : partials);
 }
 static unsigned tf32_smem(int pad, int keys) {
     return (unsigned)((FC_ATTENTION_TF32_ROWS + 2 * 2 * keys) * (pad + 4) * 4); /* f32 rows */
@@ -231,7 +234,7 @@ static flashcl_status get_attention_kernels(fc_cuda_context *ctx) {
     for (dt = FLASHCL_F16; dt <= FLASHCL_BF16 && st == FLASHCL_SUCCESS; dt++) {                \
         snprintf(name, sizeof name, "fc_attention_tc_decode_" #cfg "_%s", fc_dtype_suffix[dt]); \
         st = get_attention_kernel(ctx, &k->attention_tc_decode[FC_TC_DECODE_CONFIG_##cfg][dt - 1], \
-                                  name, #cfg, tc_decode_smem(pad, keys, stages), pad,          \
+                                  name, #cfg, tc_decode_smem(pad, keys, stages, 2), pad,       \
                                   FC_ATTENTION_TC_DECODE_ROWS, keys, FC_ATTENTION_TC_THREADS); \
     }
     FC_ATTENTION_TC_DECODE_CONFIGS(FC_GET_TC_DECODE_)
@@ -257,6 +260,14 @@ static flashcl_status get_attention_kernels(fc_cuda_context *ctx) {
                                   FC_ATTENTION_TF32_ROWS, keys, FC_ATTENTION_TC_THREADS);
     FC_ATTENTION_TF32_CONFIGS(FC_GET_TF32_)
 #undef FC_GET_TF32_
+#define FC_GET_TF32_DECODE_(cfg, pad, keys, stages)                                            \
+    if (st == FLASHCL_SUCCESS)                                                                 \
+        st = get_attention_kernel(ctx, &k->attention_tf32_decode[FC_TF32_DECODE_CONFIG_##cfg],  \
+                                  "fc_attention_" #cfg "_f32", #cfg,                           \
+                                  tc_decode_smem(pad, keys, stages, 4), pad,                   \
+                                  FC_ATTENTION_TC_DECODE_ROWS, keys, FC_ATTENTION_TC_THREADS);
+    FC_ATTENTION_TF32_DECODE_CONFIGS(FC_GET_TF32_DECODE_)
+#undef FC_GET_TF32_DECODE_
 #define FC_GET_SIMT_(cfg, pad)                                                                 \
     for (dt = 0; dt < FC_CUDA_DTYPES && st == FLASHCL_SUCCESS; dt++) {                         \
         snprintf(name, sizeof name, "fc_attention_simt_" #cfg "_%s", fc_dtype_suffix[dt]);     \

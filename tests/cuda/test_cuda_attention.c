@@ -2,8 +2,9 @@
  * (f16 / bf16, several head_dim paddings, GQA packing, causal bottom-right, window, softcap;
  * on compute capability 9.0 both the wgmma prefill kernel, forced through every configuration
  * of its own case table, and the mma.sync one, under FLASHCL_CUDA_ATTENTION_NO_WGMMA=1),
- * f32 prefill on tensor cores by 3xTF32 (both head-dim classes, each configuration), the SIMT
- * kernel (f32 decode and unaligned f32, and 16-bit layouts the tensor-core kernel refuses),
+ * f32 prefill and decode on tensor cores by 3xTF32 (both head-dim classes, each
+ * configuration), the SIMT kernel (f32 at D > 128 and unaligned f32, and 16-bit layouts the
+ * tensor-core kernel refuses),
  * split-KV decode,
  * the decode kernel (at most 16 packed rows, warps streaming their own keys), lse, the
  * fallback configurations (forced here), the causal tail order of the blocks (forced counts),
@@ -206,6 +207,15 @@ static void test_forward_paths(void **state) {
         {FLASHCL_F32, 1, 12, 4, 4, 1, 64, 1, -1, -1, 0, 0, 1, "tf32x3: rows with no visible key", NULL},
         {FLASHCL_F32, 1, 40, 130, 2, 2, 96, 0, -1, -1, 0, 0, 1, "tf32x3 fallback d128k16", "tf32_d128k16"},
         {FLASHCL_F32, 1, 5, 700, 2, 1, 256, 0, 100, 100, 10.0f, 0, 1, "SIMT f32 d256 split", NULL},
+        /* f32 decode shapes (at most 16 packed rows) on the decode kernel by 3xTF32 */
+        {FLASHCL_F32, 1, 1, 5000, 32, 4, 128, 0, -1, -1, 0, 0, 1, "tf32x3 decode d128, GQA 8:1", NULL},
+        {FLASHCL_F32, 2, 3, 2999, 4, 1, 128, 1, -1, -1, 0, 0, 1, "tf32x3 decode, 12 rows, causal", NULL},
+        {FLASHCL_F32, 1, 1, 5, 4, 1, 64, 0, -1, -1, 0, 0, 1, "tf32x3 decode Sk 5: idle warps", NULL},
+        {FLASHCL_F32, 1, 2, 700, 4, 1, 80, 0, 50, 0, 20.0f, 0, 1, "tf32x3 decode D 80, window, softcap", NULL},
+        {FLASHCL_F32, 1, 1, 3000, 16, 1, 64, 0, -1, -1, 0, 0, 1, "tf32x3 decode d64, GQA 16:1", NULL},
+        {FLASHCL_F32, 1, 4, 64, 4, 4, 32, 1, -1, -1, 0, 0, 0, "tf32x3 decode d32, MHA, causal", NULL},
+        {FLASHCL_F32, 1, 1, 2000, 8, 1, 96, 0, -1, -1, 0, 0, 1, "tf32x3 decode fallback d128k16",
+         "tf32_decode_d128k16"},
         {FLASHCL_F16, 1, 17, 33, 2, 1, 20, 0, -1, -1, 0, 0, 1, "SIMT fallback: D % 8 != 0", NULL},
         {FLASHCL_BF16, 1, 17, 33, 2, 2, 64, 1, -1, -1, 0, 3, 1, "SIMT fallback: unaligned rows", NULL},
         {FLASHCL_F16, 1, 1, 5000, 32, 4, 128, 0, -1, -1, 0, 0, 1, "decode d128, GQA 8:1", NULL},
