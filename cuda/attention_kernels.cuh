@@ -62,7 +62,7 @@ FC_ATTENTION_TC_DECODE_CONFIGS(FC_ATTENTION_TC_DECODE_KERNEL)
 #define FC_ATTENTION_TF32_KERNEL(name, DP, KEYS)                                                \
     extern "C" __global__ void __launch_bounds__(FC_ATTENTION_TC_THREADS, 2)                    \
         fc_attention_##name##_f32(fc_attention_args a) {                                        \
-        attention_tc_tf32x3<DP, KEYS>(a);                                                       \
+        attention_tc<FC_F32, DP, KEYS, 1>(a);                                                   \
     }
 FC_ATTENTION_TF32_CONFIGS(FC_ATTENTION_TF32_KERNEL)
 

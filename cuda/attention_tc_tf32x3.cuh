@@ -1,24 +1,23 @@
-/* Attention forward for f32 on tensor cores at f32 accuracy (3xTF32): the CUDA form of
- * cl/attention_mma_tf32x3.cl, which says why and measures it. In short:
+/* f32 attention on tensor cores at f32 accuracy (3xTF32): the pieces that the tensor-core
+ * prefill kernel (attention_tc.cuh, DT = FC_F32) and the decode kernel (attention_tc_decode.cuh)
+ * run for f32; the CUDA form of cl/attention_mma_tf32x3.cl, which says why and measures it. In
+ * short:
  *
  * - Each operand is split into a TF32 big part and the rest in TF32 (small), and
  *   a·b = big·big + big·small + small·big: three mma.sync.m16n8k8 a product.
  * - A block's P·V is summed apart and added to O in f32, with the online-softmax rescale, in
  *   one FMA. The tensor cores accumulate with truncation; summed over all keys inside the mma,
  *   the error grew with the keys.
- *
- * A block of 4 warps owns 64 packed rows, each warp 16.
- * - Q is copied once into shared memory and from there into registers as raw f32 A fragments,
- *   split again for each key block.
- * - K and V blocks of KEYS keys stream through a two-slot cp.async ring.
+ * - Each warp owns 16 rows. Q is copied once into shared memory and from there into registers
+ *   as raw f32 A fragments, split again for each key block.
  * - P comes from the score accumulators without shuffles: P·V sums each 8 keys in the order the
  *   C fragment holds them (A column t is key 2t, column t + 4 key 2t + 1), and V's B fragment
  *   reads the same keys.
  * - f32 rows are padded by 4 floats, so that every fragment load touches 32 banks.
  *
- * Shared memory: Q [64][DP + 4] and two slots of K, V [KEYS][DP + 4], f32. CUDA allows more
- * than OpenCL's 48 KiB, hence larger key blocks. Global rows must be 16-byte aligned and the
- * head dim a multiple of 4 (the host checks; the SIMT kernel takes the rest). */
+ * In the prefill kernel: Q [64][DP + 4] and two slots of K, V [KEYS][DP + 4], f32. CUDA allows
+ * more than OpenCL's 48 KiB, hence larger key blocks. Global rows must be 16-byte aligned and
+ * the head dim a multiple of 4 (the host checks; the SIMT kernel takes the rest). */
 #pragma once
 
 #include "attention_tc_primitives.cuh"
@@ -129,57 +128,4 @@ FC_DEVICE void tf32x3_key_block(const fc_attention_args &a, const float (&qa)[DP
 #pragma unroll
         for (int e = 0; e < 4; e++) o[j][e] = fmaf(o[j][e], alpha[e / 2], pv[e]);
     }
-}
-
-template <int DP, int KEYS>
-__device__ void attention_tc_tf32x3(const fc_attention_args &a) {
-    constexpr int WARPS = FC_ATTENTION_TC_WARPS, THREADS = 32 * WARPS, ROWS = 16 * WARPS;
-    constexpr int STRIDE = DP + 4, DT8 = DP / 8;
-    constexpr int SLOT = 2 * KEYS * STRIDE; /* one ring slot: K then V */
-    extern __shared__ __align__(16) float smem_f32[];
-    float *q_tile = smem_f32, *ring = smem_f32 + ROWS * STRIDE;
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-
-    int64_t r0, b;
-    int kv_head;
-    block_position(a, ROWS, r0, b, kv_head);
-    const block_keys plan = plan_keys(a, r0, ROWS, KEYS);
-    const int64_t w0 = r0 + warp * 16; /* this warp's first packed row */
-
-    float o[DT8][4];
-#pragma unroll
-    for (int j = 0; j < DT8; j++) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
-    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
-
-    const kv_sources src = kv_sources_of<4>(a, b, kv_head);
-    const int units = 2 * (int)a.head_dim; /* the head dim in the loaders' 16-bit units */
-    auto q_row = [&](int r, bool &ok) { return q_row_address<4>(a, r0 + r, b, kv_head, ok); };
-    auto load_kv = [&](int64_t n0, int slot) { /* K and V rows [n0, n0 + KEYS) into a slot */
-        float *dst = ring + slot * SLOT;
-        load_rows<KEYS, 2 * DP, THREADS, f32_padded_layout<DP>>(
-            dst, units, src.k + n0 * src.k_step, src.k_step, a.seqlen_k - n0, threadIdx.x);
-        load_rows<KEYS, 2 * DP, THREADS, f32_padded_layout<DP>>(
-            dst + KEYS * STRIDE, units, src.v + n0 * src.v_step, src.v_step, a.seqlen_k - n0,
-            threadIdx.x);
-        cp_async_commit();
-    };
-
-    float qa[DT8][4];
-    if (plan.last_block >= plan.first_block) {
-        load_tile<ROWS, 2 * DP, THREADS, f32_padded_layout<DP>>(
-            q_tile, units, reinterpret_cast<const char *>(a.q), q_row, threadIdx.x);
-        load_kv(plan.last_block * KEYS, 0);
-    }
-
-    int slot = 0;
-    for (int64_t blk = plan.last_block; blk >= plan.first_block; blk--, slot ^= 1) {
-        const int64_t n0 = blk * KEYS;
-        cp_async_wait<0>(); /* K/V(blk) (and, first time, Q) have landed: this thread's copies */
-        __syncthreads();    /* ... everyone's, and every warp is done with the other slot */
-        if (blk > plan.first_block) load_kv(n0 - KEYS, slot ^ 1); /* streams during this block */
-        if (blk == plan.last_block) tf32_load_q<DP>(qa, q_tile + warp * 16 * STRIDE, g, t);
-        const bool masked = n0 < plan.all_lo || n0 + KEYS - 1 > plan.all_hi;
-        tf32x3_key_block<DP, KEYS>(a, qa, ring + slot * SLOT, o, m, l, masked, w0, n0, g, t);
-    }
-    store_tile<FC_F32>(a, w0, b, kv_head, o, m, l, g, t);
 }
