@@ -167,23 +167,23 @@ static flashcl_status get_softmax_kernels(fc_cuda_context *ctx, int dt) {
     return size_staged_kernel(ctx, dt);
 }
 
-/* Shared memory of the attention kernels (cuda/attention_tc.cuh, attention_tc_decode.cuh,
- * attention_tc_tf32x3.cuh, attention_simt.cuh), as they lay it out; the wgmma kernels' is
- * FC_ATTENTION_WGMMA_SMEM. */
-static unsigned tc_smem(int pad, int keys, int rows) {
-    return (unsigned)((rows + 2 * 2 * keys) * (pad + 8) * 2); /* Q, and two slots of K + V */
+/* Shared memory of the attention kernels (cuda/attention_tc.cuh, attention_tc_decode.cuh, both
+ * also in their f32 form, and attention_simt.cuh), as they lay it out; the wgmma kernels' is
+ * FC_ATTENTION_WGMMA_SMEM. A row of the tensor-core kernels' tiles: 16-bit elements padded by
+ * 8, f32 (elem_bytes 4) by 4, 16 bytes either way. */
+static int tc_row_bytes(int pad, int elem_bytes) {
+    return (pad + (elem_bytes == 4 ? 4 : 8)) * elem_bytes;
 }
-/* The decode kernel's: Q, then the warps' rings, which later hold the partials; rows of 16-bit
- * elements padded by 8, of f32 (elem_bytes 4) by 4. */
+static unsigned tc_smem(int pad, int keys, int rows, int elem_bytes) {
+    return (unsigned)((rows + 2 * 2 * keys) * tc_row_bytes(pad, elem_bytes)); /* Q, 2 K+V slots */
+}
+/* The decode kernel's: Q, then the warps' rings, which later hold the partials. */
 static unsigned tc_decode_smem(int pad, int keys, int stages, int elem_bytes) {
     const int warps = FC_ATTENTION_TC_WARPS, rows = FC_ATTENTION_TC_DECODE_ROWS;
-    const int row = (pad + (elem_bytes == 4 ? 4 : 8)) * elem_bytes;
+    const int row = tc_row_bytes(pad, elem_bytes);
     const unsigned ring = (unsigned)(warps * stages * 2 * keys * row);
     const unsigned partials = (unsigned)(warps * rows * (pad + 8 + 2) * 4); /* padded rows, m, l */
     return (unsigned)(rows * row) + (ring > partials ? ring : partials);
-}
-static unsigned tf32_smem(int pad, int keys) {
-    return (unsigned)((FC_ATTENTION_TF32_ROWS + 2 * 2 * keys) * (pad + 4) * 4); /* f32 rows */
 }
 static unsigned simt_smem(int pad) {
     return (unsigned)((FC_ATTENTION_SIMT_ROWS * pad + FC_ATTENTION_SIMT_KEYS * (pad + 1) +
@@ -225,7 +225,7 @@ static flashcl_status get_attention_kernels(fc_cuda_context *ctx) {
         const int rows = 16 * (mtiles) * FC_ATTENTION_TC_WARPS;                                \
         snprintf(name, sizeof name, "fc_attention_tc_" #cfg "_%s", fc_dtype_suffix[dt]);       \
         st = get_attention_kernel(ctx, &k->attention_tc[FC_TC_CONFIG_##cfg][dt - 1], name,    \
-                                  #cfg, tc_smem(pad, keys, rows), pad, rows, keys,             \
+                                  #cfg, tc_smem(pad, keys, rows, 2), pad, rows, keys,          \
                                   FC_ATTENTION_TC_THREADS);                                    \
     }
     FC_ATTENTION_TC_CONFIGS(FC_GET_TC_)
@@ -256,7 +256,8 @@ static flashcl_status get_attention_kernels(fc_cuda_context *ctx) {
 #define FC_GET_TF32_(cfg, pad, keys)                                                           \
     if (st == FLASHCL_SUCCESS)                                                                 \
         st = get_attention_kernel(ctx, &k->attention_tf32[FC_TF32_CONFIG_##cfg],               \
-                                  "fc_attention_" #cfg "_f32", #cfg, tf32_smem(pad, keys), pad, \
+                                  "fc_attention_" #cfg "_f32", #cfg,                           \
+                                  tc_smem(pad, keys, FC_ATTENTION_TF32_ROWS, 4), pad,          \
                                   FC_ATTENTION_TF32_ROWS, keys, FC_ATTENTION_TC_THREADS);
     FC_ATTENTION_TF32_CONFIGS(FC_GET_TF32_)
 #undef FC_GET_TF32_
