@@ -195,3 +195,31 @@ FC_DEVICE unsigned load_acquire_gpu(const unsigned *p) {
 FC_DEVICE void add_release_gpu(unsigned *p, unsigned v) {
     asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
+
+/* ---- programmatic dependent launch (compute capability 9.0+) ------------------------------ */
+
+/* Called by a kernel the host may launch as a programmatic dependent (src/cuda/cuda_internal.h,
+ * fc_cuda_launch) before it touches memory: waits until the kernel queued before it has
+ * finished and its writes are visible, then lets the next dependent be scheduled (its blocks
+ * wait here in turn). For an ordinary launch the wait returns at once; before sm_90 there is
+ * nothing to wait for. */
+FC_DEVICE void dependent_launch_enter() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    asm volatile("griddepcontrol.launch_dependents;");
+#endif
+}
+
+/* Asks L2 for the 128-byte lines that hold [p, p + bytes), lane t of n taking every n-th line.
+ * Safe before dependent_launch_enter's wait: every write of the kernel before lands in L2, so a
+ * line fetched early is still read as that kernel writes it. */
+FC_DEVICE void prefetch_l2(const char *p, int64_t bytes, int t, int n) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    const uint64_t first = reinterpret_cast<uint64_t>(p) & ~uint64_t(127),
+                   end = reinterpret_cast<uint64_t>(p) + bytes;
+    for (uint64_t line = first + (uint64_t)t * 128; line < end; line += (uint64_t)n * 128)
+        asm volatile("prefetch.global.L2 [%0];" ::"l"(line));
+#else
+    (void)p, (void)bytes, (void)t, (void)n;
+#endif
+}

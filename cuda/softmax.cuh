@@ -269,6 +269,12 @@ __device__ void softmax_rows(const fc_softmax_args &a) {
     const bool log = a.log != 0;
     const int64_t row = block * GROUPS + threadIdx.x / G;
     const int64_t cols = row < a.rows ? a.cols : 0;
+    /* Launched as a programmatic dependent (src/cuda/softmax.c): the block's rows are asked of
+     * L2 while the kernel before this one ends, then it waits for that kernel. */
+    if (a.prefetch)
+        prefetch_l2(row_ptr(a.x, row, a.x_stride, dtype_io<DT>::bytes), cols * dtype_io<DT>::bytes,
+                    t, G);
+    dependent_launch_enter();
     float v[N];
     /* Shifted rows (a.shifted) count their columns from the 16-byte boundary before them: head
      * columns lie before the row, [head, head + cols) is the row. Else head is 0. Worked out
@@ -583,14 +589,17 @@ FC_SOFTMAX_ROW_CONFIGS(FC_ROWS_KERNELS)
     }                                                                                           \
     extern "C" __global__ void __launch_bounds__(FC_SOFTMAX_STREAM_THREADS, 2)                  \
         fc_softmax_chunked_##dt_name(fc_softmax_args a) {                                       \
+        dependent_launch_enter();                                                               \
         softmax_chunked<FC_STREAM_ARGS(DT)>(a);                                                 \
     }                                                                                           \
     extern "C" __global__ void __launch_bounds__(FC_SOFTMAX_STREAM_THREADS, 2)                  \
         fc_softmax_split_stats_##dt_name(fc_softmax_args a) {                                   \
+        dependent_launch_enter();                                                               \
         softmax_split_stats<FC_STREAM_ARGS(DT)>(a);                                             \
     }                                                                                           \
     extern "C" __global__ void __launch_bounds__(FC_SOFTMAX_STREAM_THREADS, 2)                  \
         fc_softmax_split_normalize_##dt_name(fc_softmax_args a) {                               \
+        dependent_launch_enter();                                                               \
         softmax_split_normalize<FC_STREAM_ARGS(DT)>(a);                                         \
     }
 FC_SOFTMAX_FOR_DTYPES(FC_OTHER_KERNELS, 0)

@@ -32,9 +32,13 @@ typedef struct fc_softmax_args {
                                    chunk is read twice from global memory (the second time
                                    mostly from L2) */
     uint32_t clear_words, clear_per; /* split-held: see clear */
-    int32_t shifted;            /* row-in-registers: x rows not 16-byte aligned, held in their
+    int16_t shifted;            /* row-in-registers: x rows not 16-byte aligned, held in their
                                    shifted layout (cuda/softmax.cuh, shifted_row; the host
                                    picks a configuration that covers cols + a vector - 1) */
+    int16_t prefetch;           /* row-in-registers: the block's rows are asked of L2 before
+                                   the kernel waits for the one before it (softmax_rows). Two
+                                   16-bit members: at 136 bytes instead of 128 ptxas spilled
+                                   the f32 row kernels of 16 and 32 values */
 } fc_softmax_args;
 /* Both sides check this (static assertions in softmax.c and softmax.cuh). */
 #define FC_SOFTMAX_ARGS_BYTES 128

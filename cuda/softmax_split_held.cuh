@@ -457,6 +457,7 @@ __device__ void softmax_split_held_pipelined(const fc_softmax_args &a) {
 #define FC_SPLIT_HELD_ENTRY(name, dt_name, TPB, BLOCKS, FORM, ...)                              \
     extern "C" __global__ void __launch_bounds__(TPB, BLOCKS)                                   \
         fc_softmax_##name##_##dt_name(fc_softmax_args a) {                                      \
+        dependent_launch_enter(); /* launched dependent (src/cuda/softmax.c, launch) */        \
         FORM<TPB, __VA_ARGS__>(a);                                                              \
     }
 #define FC_SPLIT_HELD_KERNEL(dt_name, DT, unused)                                              \

@@ -36,38 +36,20 @@ static int rows_16b_aligned(CUdeviceptr address, const int64_t strides[4], size_
     return 1;
 }
 
-/* Launches f on ctx's stream: an ordinary launch, or with `dependent` (and
- * kernels.sm90_launch: compute capability 9.0+, code compiled for compute_90 or later, a
- * driver with cuLaunchKernelEx) a programmatic dependent of the kernel queued before it on the
- * stream: its blocks may be scheduled once every block of that kernel has reached
- * griddepcontrol.launch_dependents (or ended), and each waits in griddepcontrol.wait, before
- * touching memory, until that kernel has finished and its writes are visible -- the same order
- * as an ordinary launch, without the gap between the two kernels. Only kernels that begin with
- * griddepcontrol.wait may be launched dependent: the split-KV merge (behind the forward kernel)
- * and the decode kernel (behind the previous call's merge, or whatever the caller queued).
- * FLASHCL_CUDA_NO_PDL=1 makes every launch ordinary (for comparisons). On an H100 (2026-11-22,
- * f16) dependent launches took B1 Hkv4 Sk65536 decode from 0.0586 to 0.0553 ms and B8 Hkv8
- * Sk8192 from 0.1051 to 0.1000. */
+/* Launches f on ctx's stream, with `dependent` as a programmatic dependent of the kernel queued
+ * before it where the device allows (fc_cuda_launch). Only kernels that begin with
+ * griddepcontrol.wait are launched dependent: the split-KV merge (behind the forward kernel) and
+ * the decode kernel (behind the previous call's merge, or whatever the caller queued). On an
+ * H100 (2026-11-22, f16) dependent launches took B1 Hkv4 Sk65536 decode from 0.0586 to 0.0553 ms
+ * and B8 Hkv8 Sk8192 from 0.1051 to 0.1000. */
 static flashcl_status launch(fc_cuda_context *ctx, CUfunction f, uint64_t gx, unsigned gy,
                                 unsigned threads, unsigned smem, void *args, const char *what,
                                 int dependent) {
-    void *params[1];
     CUresult r;
     if (gx > 0x7fffffffu)
         return fc_fail(FLASHCL_UNSUPPORTED, "%s: %llu blocks is over the grid limit", what,
                        (unsigned long long)gx);
-    params[0] = args;
-    dependent = dependent && ctx->kernels.sm90_launch && !fc_env_flag("FLASHCL_CUDA_NO_PDL");
-    if (dependent) {
-        CUlaunchAttribute attribute;
-        memset(&attribute, 0, sizeof attribute);
-        attribute.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-        attribute.value.programmaticStreamSerializationAllowed = 1;
-        r = fc_cuda_launch_ex(ctx, f, (unsigned)gx, gy, threads, smem, args, &attribute);
-    } else {
-        r = fc_cu()->LaunchKernel(f, (unsigned)gx, gy, 1, threads, 1, 1, smem, ctx->stream, params,
-                                  NULL);
-    }
+    r = fc_cuda_launch(ctx, f, (unsigned)gx, gy, threads, smem, args, dependent, &dependent);
     if (r != CUDA_SUCCESS)
         return fc_fail(r == CUDA_ERROR_OUT_OF_MEMORY ? FLASHCL_OUT_OF_MEMORY : FLASHCL_BACKEND_ERROR,
                        "%s(%s, %llu x %u blocks of %u%s) failed: %s (%d)",

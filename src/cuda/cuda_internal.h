@@ -120,8 +120,9 @@ typedef struct fc_cuda_kernels {
     fc_cuda_attention_kernel attention_simt[FC_SIMT_CONFIG_COUNT][FC_CUDA_DTYPES];
     CUfunction attention_merge[FC_CUDA_DTYPES];                       /* by the parts' dtype */
     /* The driver has cuLaunchKernelEx and the loaded image was compiled for compute_90 or later
-     * (compute capability 9.0+ devices): the decode and merge kernels then begin with
-     * griddepcontrol.wait and may be launched as programmatic dependents (src/cuda/attention.c). */
+     * (compute capability 9.0+ devices): the decode and merge kernels and the softmax kernels
+     * that src/cuda/softmax.c launches through its `launch` then begin with griddepcontrol.wait
+     * and may be launched as programmatic dependents (fc_cuda_launch). */
     int sm90_launch;
 } fc_cuda_kernels;
 
@@ -168,11 +169,20 @@ flashcl_status fc_cuda_scratch(fc_cuda_context *ctx, size_t bytes, CUdeviceptr *
 /* kernels.c: loads the embedded fatbinary as ctx->module and looks up every kernel. */
 flashcl_status fc_cuda_load_kernels(fc_cuda_context *ctx);
 void fc_cuda_unload_kernels(fc_cuda_context *ctx);
-/* cuLaunchKernelEx of f on ctx's stream (a gx x gy grid of 1-D blocks, `args` its one
- * parameter) with one launch attribute; only where kernels.sm90_launch. */
-CUresult fc_cuda_launch_ex(fc_cuda_context *ctx, CUfunction f, unsigned gx, unsigned gy,
-                           unsigned threads, unsigned smem, void *args,
-                           CUlaunchAttribute *attribute);
+/* Whether fc_cuda_launch launches dependents as such on ctx (see there). */
+int fc_cuda_dependent_launches(const fc_cuda_context *ctx);
+/* Launches f on ctx's stream (a gx x gy grid of 1-D blocks, `args` its one parameter): with
+ * `dependent`, where kernels.sm90_launch and FLASHCL_CUDA_NO_PDL is unset, as a programmatic
+ * dependent of the kernel queued before it (cuLaunchKernelEx): its blocks may be scheduled once
+ * every block of that kernel has reached griddepcontrol.launch_dependents (or ended), and each
+ * waits in griddepcontrol.wait, before touching memory, until that kernel has finished and its
+ * writes are visible -- the order of an ordinary launch without the gap between the two kernels.
+ * Only kernels that call griddepcontrol.wait before touching memory may be launched dependent
+ * (cuda/common.cuh, dependent_launch_enter). Else an ordinary cuLaunchKernel. *as_dependent
+ * (may be NULL) says which it was, for error messages. */
+CUresult fc_cuda_launch(fc_cuda_context *ctx, CUfunction f, unsigned gx, unsigned gy,
+                        unsigned threads, unsigned smem, void *args, int dependent,
+                        int *as_dependent);
 
 /* softmax.c and attention.c: the operations (descriptors already validated by src/api*.c). */
 flashcl_status fc_cuda_softmax(void *ctx, const fc_softmax_desc *desc);

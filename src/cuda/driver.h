@@ -66,7 +66,7 @@
        unsigned int dynamic_smem, CUstream stream, void **params))
 
 /* Entry points flashcl uses when the driver has them and does without otherwise (NULL then):
- * cuLaunchKernelEx (CUDA 12.0) launches the split-KV merge as a programmatic dependent. */
+ * cuLaunchKernelEx (CUDA 12.0) launches kernels as programmatic dependents (fc_cuda_launch). */
 #define FC_CU_OPTIONAL(X)                                                                      \
     X(LaunchKernelEx, "cuLaunchKernelEx",                                                      \
       (const CUlaunchConfig *config, CUfunction function, void **params, void **extra))

@@ -8,6 +8,7 @@
 
 #include "cuda_internal.h"
 #include "../error.h"
+#include "../text.h"
 
 /* generated/flashcl_cuda_fatbin.c */
 extern const unsigned char fc_cuda_fatbin[];
@@ -328,18 +329,31 @@ void fc_cuda_unload_kernels(fc_cuda_context *ctx) {
     ctx->module = NULL;
 }
 
-CUresult fc_cuda_launch_ex(fc_cuda_context *ctx, CUfunction f, unsigned gx, unsigned gy,
-                           unsigned threads, unsigned smem, void *args,
-                           CUlaunchAttribute *attribute) {
+int fc_cuda_dependent_launches(const fc_cuda_context *ctx) {
+    return ctx->kernels.sm90_launch && !fc_env_flag("FLASHCL_CUDA_NO_PDL");
+}
+
+CUresult fc_cuda_launch(fc_cuda_context *ctx, CUfunction f, unsigned gx, unsigned gy,
+                        unsigned threads, unsigned smem, void *args, int dependent,
+                        int *as_dependent) {
     CUlaunchConfig config;
+    CUlaunchAttribute attribute;
     void *params[1];
     params[0] = args;
+    dependent = dependent && fc_cuda_dependent_launches(ctx);
+    if (as_dependent) *as_dependent = dependent;
+    if (!dependent)
+        return fc_cu()->LaunchKernel(f, gx, gy, 1, threads, 1, 1, smem, ctx->stream, params,
+                                     NULL);
+    memset(&attribute, 0, sizeof attribute);
+    attribute.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attribute.value.programmaticStreamSerializationAllowed = 1;
     memset(&config, 0, sizeof config);
     config.gridDimX = gx, config.gridDimY = gy, config.gridDimZ = 1;
     config.blockDimX = threads, config.blockDimY = 1, config.blockDimZ = 1;
     config.sharedMemBytes = smem;
     config.hStream = ctx->stream;
-    config.attrs = attribute;
+    config.attrs = &attribute;
     config.numAttrs = 1;
     return fc_cu()->LaunchKernelEx(&config, f, params, NULL);
 }

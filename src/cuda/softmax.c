@@ -15,6 +15,7 @@ _Static_assert(sizeof(fc_softmax_args) == FC_SOFTMAX_ARGS_BYTES,
 
 #define FC_STREAM_STEP ((int64_t)FC_SOFTMAX_STREAM_THREADS * FC_SOFTMAX_STREAM_VALUES)
 #define FC_MAX_GRID_X 0x7fffffffu
+#define FC_ROWS_PREFETCH_COLS 512 /* see run_rows */
 
 /* Whether every row of a view starts on an `align`-byte boundary. */
 static int rows_aligned(uint64_t address, int64_t rows, int64_t stride, size_t bytes,
@@ -22,20 +23,25 @@ static int rows_aligned(uint64_t address, int64_t rows, int64_t stride, size_t b
     return address % align == 0 && (rows == 1 || ((uint64_t)stride * bytes) % align == 0);
 }
 
-/* Launches f over `blocks` blocks (a 2-D grid past gridDim.x's limit) on the context's stream. */
+/* Launches f over `blocks` blocks (a 2-D grid past gridDim.x's limit) on the context's stream,
+ * as a programmatic dependent of the kernel before it where the device allows (fc_cuda_launch):
+ * every kernel launched here begins with dependent_launch_enter (cuda/common.cuh). Between
+ * flashcl calls that hides the launch gap, and the row kernels' first blocks fetch their rows
+ * into L2 while the kernel before them ends (softmax_rows). FLASHCL_CUDA_NO_PDL=1 launches them
+ * the ordinary way (for comparisons). */
 static flashcl_status launch(fc_cuda_context *ctx, CUfunction f, uint64_t blocks,
                              unsigned threads, fc_softmax_args *args, const char *what) {
-    void *params[1];
     unsigned gx = blocks > FC_MAX_GRID_X ? FC_MAX_GRID_X : (unsigned)blocks;
     unsigned gy = (unsigned)((blocks + gx - 1) / gx);
-    CUresult r;
-    params[0] = args;
-    r = fc_cu()->LaunchKernel(f, gx, gy, 1, threads, 1, 1, 0, ctx->stream, params, NULL);
+    int dependent;
+    const CUresult r = fc_cuda_launch(ctx, f, gx, gy, threads, 0, args, 1, &dependent);
     if (r != CUDA_SUCCESS)
         return fc_fail(r == CUDA_ERROR_OUT_OF_MEMORY ? FLASHCL_OUT_OF_MEMORY
                                                      : FLASHCL_BACKEND_ERROR,
-                       "cuLaunchKernel(%s softmax kernel, %llu blocks of %u) failed: %s (%d)", what,
-                       (unsigned long long)blocks, threads, fc_cu_error_name(r), (int)r);
+                       "%s(%s softmax kernel, %llu blocks of %u%s) failed: %s (%d)",
+                       dependent ? "cuLaunchKernelEx" : "cuLaunchKernel", what,
+                       (unsigned long long)blocks, threads,
+                       dependent ? ", programmatic dependent" : "", fc_cu_error_name(r), (int)r);
     return FLASHCL_SUCCESS;
 }
 
@@ -71,7 +77,17 @@ static flashcl_status run_rows(fc_cuda_context *ctx, const fc_softmax_desc *d,
                                fc_softmax_args *a, int legacy) {
     int shifted;
     const int c = rows_config(d, a, legacy, &shifted);
-    a->shifted = shifted;
+    a->shifted = (int16_t)shifted;
+    /* Short 16-bit rows ask L2 for their input before waiting for the kernel before them
+     * (launched as its dependent). H200, 2026-11-27, ms, with / without, both launched
+     * dependent (bench/results/2026-11-27-session32.md): f16 32768x128 0.0059 / 0.0062,
+     * 65536x64 0.0058 / 0.0061, 32768x256 0.0102 / 0.0108, 16384x500 0.0112 / 0.0114; longer
+     * rows gained nothing (16384x1024 f16 0.0185 / 0.0185) and f32 rows as often lost as gained
+     * (32768x128 0.0098 / 0.0100, but 32768x127 0.0128 / 0.0122, 16384x500 0.0184 / 0.0178,
+     * 16384x1024 0.0350 / 0.0338). FLASHCL_CUDA_SOFTMAX_NO_PREFETCH=1: none (A/B). */
+    a->prefetch = (int16_t)(d->x_dtype != FLASHCL_F32 && d->cols <= FC_ROWS_PREFETCH_COLS &&
+                            fc_cuda_dependent_launches(ctx) &&
+                            !fc_env_flag("FLASHCL_CUDA_SOFTMAX_NO_PREFETCH"));
     uint64_t groups_per_block =
         (uint64_t)(fc_cuda_row_configs[c].block / fc_cuda_row_configs[c].group);
     return launch(ctx, ctx->kernels.softmax_rows[c][d->x_dtype],

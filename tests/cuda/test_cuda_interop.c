@@ -209,6 +209,100 @@ static void run_case(const sm_case *c) {
 
 /* ---- tests ------------------------------------------------------------------------------------ */
 
+/* One link of a softmax chain: y = softmax(x * scale) over rows x cols (contiguous) of dtype dt
+ * on wrapped memory, the variant given. */
+static void chain_call(flashcl_buffer *xb, flashcl_buffer *yb, flashcl_dtype dt, int64_t rows,
+                       int64_t cols, float scale, flashcl_softmax_variant variant) {
+    flashcl_softmax_params params = {scale, 0, variant};
+    flashcl_tensor x, y;
+    flashcl_status st;
+    memset(&x, 0, sizeof x);
+    x.buffer = xb, x.dtype = dt, x.ndim = 2;
+    x.shape[0] = rows, x.shape[1] = cols, x.strides[0] = cols, x.strides[1] = 1;
+    y = x;
+    y.buffer = yb;
+    st = flashcl_softmax(g_ctx, &params, &x, &y);
+    if (st != FLASHCL_SUCCESS) fail_msg("flashcl_softmax (chain): %s", flashcl_last_error());
+}
+
+/* Back-to-back calls, each reading what the call before it wrote, nothing between them: on
+ * compute capability 9.0+ the softmax kernels are launched as programmatic dependents of the
+ * kernel before (src/cuda/softmax.c), and the short 16-bit rows ask L2 for their input before
+ * they wait for it. Such a chain of LINKS calls between two buffers must end in the bits of the
+ * same chain with the stream drained after every call, each of whose links is checked against
+ * host_ref. The scale (cols / 4) keeps the inputs of later links spread, so that a link that
+ * read its input early (the buffer's previous contents: another link's output, or the first
+ * poison) would differ. Shapes: short rows (the f16 and bf16 ones prefetch), longer register
+ * rows, the online chunked variant, the split-held kernel, and a few long rows as AUTO runs
+ * them. */
+static void test_dependent_launch_chain(void **state) {
+    enum { LINKS = 7 };
+    static const struct {
+        flashcl_dtype dt;
+        int64_t rows, cols;
+        flashcl_softmax_variant variant;
+    } shapes[] = {{FLASHCL_F16, 32768, 128, FLASHCL_SOFTMAX_AUTO},
+                  {FLASHCL_BF16, 20000, 500, FLASHCL_SOFTMAX_AUTO},
+                  {FLASHCL_F32, 32768, 128, FLASHCL_SOFTMAX_AUTO},
+                  {FLASHCL_F32, 4099, 1000, FLASHCL_SOFTMAX_AUTO},
+                  {FLASHCL_F16, 300, 20000, FLASHCL_SOFTMAX_ONLINE_CHUNKED},
+                  {FLASHCL_F32, 7, 65536, FLASHCL_SOFTMAX_SPLIT_ROW},
+                  {FLASHCL_F32, 3, 1000003, FLASHCL_SOFTMAX_AUTO}};
+    (void)state;
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        const flashcl_dtype dt = shapes[i].dt;
+        const int64_t rows = shapes[i].rows, cols = shapes[i].cols;
+        const size_t es = host_ref_dtype_size(dt), elems = (size_t)(rows * cols),
+                     bytes = elems * es;
+        const float scale = (float)cols / 4.0f;
+        unsigned char *first = malloc(bytes), *stepped = malloc(bytes), *next = malloc(bytes),
+                      *chained = malloc(bytes), *poison = malloc(bytes);
+        float *row = malloc((size_t)cols * sizeof *row);
+        uint64_t seed = 777 + i;
+        td_deviceptr dev[2];
+        flashcl_buffer *buf[2];
+        char what[96];
+        assert_non_null(first), assert_non_null(stepped), assert_non_null(next);
+        assert_non_null(chained), assert_non_null(poison), assert_non_null(row);
+        for (int64_t r = 0; r < rows; r++) {
+            fill_row(row, cols, r, 0, &seed);
+            for (int64_t j = 0; j < cols; j++)
+                host_ref_store(dt, first, (size_t)(r * cols + j), row[j]);
+        }
+        for (size_t e = 0; e < elems; e++) host_ref_store(dt, poison, e, (float)(e % 97) - 48.0f);
+        for (int b = 0; b < 2; b++) dev[b] = device_alloc(bytes), buf[b] = wrap(dev[b], bytes);
+
+        /* drained after every link, each link checked */
+        upload(dev[0], first, bytes);
+        upload(dev[1], poison, bytes);
+        memcpy(stepped, first, bytes);
+        for (int k = 0; k < LINKS; k++) {
+            chain_call(buf[k % 2], buf[(k + 1) % 2], dt, rows, cols, scale, shapes[i].variant);
+            assert_int_equal(cu.StreamSynchronize(g_stream), 0);
+            download(next, dev[(k + 1) % 2], bytes);
+            snprintf(what, sizeof what, "chain %s %lldx%lld link %d", host_ref_dtype_name(dt),
+                     (long long)rows, (long long)cols, k);
+            check_rows(dt, stepped, dt, next, rows, cols, cols, 0, 0, scale, 0, what);
+            memcpy(stepped, next, bytes);
+        }
+        /* back to back */
+        upload(dev[0], first, bytes);
+        upload(dev[1], poison, bytes);
+        for (int k = 0; k < LINKS; k++)
+            chain_call(buf[k % 2], buf[(k + 1) % 2], dt, rows, cols, scale, shapes[i].variant);
+        assert_int_equal(cu.StreamSynchronize(g_stream), 0);
+        download(chained, dev[LINKS % 2], bytes);
+        for (size_t e = 0; e < elems; e++)
+            if (memcmp(chained + e * es, stepped + e * es, es) != 0)
+                fail_msg("chain %s %lldx%lld: back-to-back element %zu is %.9g, drained %.9g",
+                         host_ref_dtype_name(dt), (long long)rows, (long long)cols, e,
+                         (double)host_ref_load(dt, chained, e),
+                         (double)host_ref_load(dt, stepped, e));
+        for (int b = 0; b < 2; b++) flashcl_buffer_destroy(buf[b]), device_free(dev[b]);
+        free(first), free(stepped), free(next), free(chained), free(poison), free(row);
+    }
+}
+
 static void test_device_info(void **state) {
     flashcl_device_info info;
     int from_cache = 0;
@@ -537,6 +631,7 @@ int main(void) {
         cmocka_unit_test(test_forced_registers_unsupported_for_long_rows),
         cmocka_unit_test(test_wrap_rejects_bad_memory),
         cmocka_unit_test(test_stream_switching),
+        cmocka_unit_test(test_dependent_launch_chain),
     };
     int failures;
     if (!setup()) return 77;
