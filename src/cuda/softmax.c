@@ -26,9 +26,11 @@ static int rows_aligned(uint64_t address, int64_t rows, int64_t stride, size_t b
 /* Launches f over `blocks` blocks (a 2-D grid past gridDim.x's limit) on the context's stream,
  * as a programmatic dependent of the kernel before it where the device allows (fc_cuda_launch):
  * every kernel launched here begins with dependent_launch_enter (cuda/common.cuh). Between
- * flashcl calls that hides the launch gap, and the row kernels' first blocks fetch their rows
- * into L2 while the kernel before them ends (softmax_rows). FLASHCL_CUDA_NO_PDL=1 launches them
- * the ordinary way (for comparisons). */
+ * flashcl calls that hides the launch gap, and the first blocks of short 16-bit rows fetch
+ * their rows into L2 while the kernel before them ends (run_rows). H200, 2026-11-27, ms, against
+ * FLASHCL_CUDA_NO_PDL=1 (which launches them the ordinary way): 32768x128 f32 0.0098 / 0.0114,
+ * f16 0.0059 / 0.0077; 16384x1024 f32 0.0337 / 0.0360, 4096x4096 f16 0.0188 / 0.0202; rows of
+ * 32768 columns and more 0.5-1 % (bench/results/2026-11-27-session32.md). */
 static flashcl_status launch(fc_cuda_context *ctx, CUfunction f, uint64_t blocks,
                              unsigned threads, fc_softmax_args *args, const char *what) {
     unsigned gx = blocks > FC_MAX_GRID_X ? FC_MAX_GRID_X : (unsigned)blocks;
