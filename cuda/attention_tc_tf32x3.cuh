@@ -85,8 +85,8 @@ FC_DEVICE void tf32_load_q(float (&qa)[DP / 8][4], const float *rows16, int g, i
 
 /* One key block for one warp's 16 rows (packed rows w0..w0+15, keys n0..n0+KEYS-1), from a slot
  * of K then V rows (f32, padded by 4): S = Q·Kᵀ, the online softmax, and O = alpha·O + P·V with
- * the block's P·V summed apart. The prefill kernel below and the decode kernel
- * (attention_tc_decode.cuh) run it. */
+ * the block's P·V summed apart. The prefill kernel (attention_tc.cuh, DT = FC_F32) and the decode
+ * kernel (attention_tc_decode.cuh) run it. */
 template <int DP, int KEYS>
 FC_DEVICE void tf32x3_key_block(const fc_attention_args &a, const float (&qa)[DP / 8][4],
                                 const float *slot, float (&o)[DP / 8][4], float (&m)[2],
