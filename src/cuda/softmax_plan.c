@@ -276,6 +276,7 @@ fc_cuda_held_kernels fc_cuda_pick_held(const fc_cuda_context *ctx, const fc_soft
     } else if (bits && !f32 && k->softmax_split_held_narrow[dt] &&
                !fc_env_flag("FLASHCL_CUDA_SOFTMAX_NO_NARROW") &&
                (fc_env_flag("FLASHCL_CUDA_SOFTMAX_NARROW_BITS") ||
+                (slices >= 16 && slices < FC_SPLIT_HELD_PIPELINE_SLICES) ||
                 (d->cols % FC_SPLIT_HELD_BITS_SLICE > 0 &&
                  d->cols % FC_SPLIT_HELD_BITS_SLICE <= FC_SPLIT_HELD_NARROW_BITS_SLICE))) {
         /* 16-bit rows whose last 16384-column slice would be at most half full, in blocks of 128
@@ -284,7 +285,15 @@ fc_cuda_held_kernels fc_cuda_pick_held(const fc_cuda_context *ctx, const fc_soft
          * 0.2335 against 0.2452 on an H100. Where both fill their slices alike (1024x131072,
          * 2048x65536, 4096x32768) the narrow blocks were level to 1 % slower, so they keep the
          * wide ones (bench/results/2026-11-27-session27.md; FLASHCL_CUDA_SOFTMAX_NARROW_BITS=1
-         * takes the narrow blocks for every 16-bit row, NO_NARROW=1 never). */
+         * takes the narrow blocks for every 16-bit row, NO_NARROW=1 never). Rows of 16..31 wide
+         * slices (not pipelined) take them too: H200, 2026-11-27, f16 256x262144 0.0828-0.0831
+         * against 0.0867-0.0870 in two calls (session 27: 0.0845 against 0.0878), while 8 slices
+         * (1024x131072) lost 0.5 % and 4 (2048x65536) were level
+         * (bench/results/2026-11-27-session32.md). Across the band, session 33 (H200, two rounds
+         * each): 256x262144 f16 0.0822 against 0.0866, 512x300000 bf16 0.184 against 0.187,
+         * 100x400000 and 64x507904 1-2 % faster, 1024x131072 level
+         * (bench/results/2026-11-27-h200-s33-narrow-16-31.txt). Past 31 slices the narrow blocks
+         * would need more than one slice per SM for rows that are not pipelined. */
         h = held_narrow(ctx, d);
     } else if (bits && !f32) {
         h = held_bits_one_ticket(ctx, d, 0);

@@ -367,6 +367,10 @@ static void test_softmax_on_wrapped_memory(void **state) {
         {FLASHCL_F16, FLASHCL_BF16, 7, 65536, 0, 0, -0.7f, 0, 0, 1, FLASHCL_SOFTMAX_AUTO, 0},
         {FLASHCL_BF16, FLASHCL_F32, 6, 98304, 8, 0, -2.5f, 1, 0, 1, FLASHCL_SOFTMAX_AUTO, 0},
         {FLASHCL_F16, FLASHCL_F16, 5, 49160, 0, 0, 3.0f, 0, 1, 1, FLASHCL_SOFTMAX_AUTO, 0},
+        /* rows of 16..31 slices of 16384, which take the narrow blocks (37 and 62 slices of
+         * 8192, the last partly filled) */
+        {FLASHCL_F16, FLASHCL_F16, 5, 300000, 0, 0, 1.0f, 0, 0, 1, FLASHCL_SOFTMAX_AUTO, 0},
+        {FLASHCL_BF16, FLASHCL_F32, 3, 507000, 8, 0, 0.5f, 1, 0, 1, FLASHCL_SOFTMAX_AUTO, 0},
         /* split-held rows that do not start 16-byte aligned, in their shifted layout: 50257
          * columns put row r's start r elements (mod 8) past a boundary, so 9 rows take every
          * head; a view offset, log, f32 out; f32 rows (heads mod 4) into f16; in place; y
