@@ -138,6 +138,10 @@ __device__ void attention_tc(const fc_attention_args &a) {
                 }
             }
 
+            /* The f32 branch's twin, on purpose: one predicate above the branch made the 16-bit
+             * d64/d32 kernels 1 % slower (H200, FLASHCL_CUDA_ATTENTION_NO_WGMMA, non-causal
+             * B8 H64 S2048 D32 181.6 against 183.6-184.2 TF/s, B4 H32 S4096 D64 283.8 against
+             * 286.7; bench/results/2026-11-27-h200-s33-masked-hoist.txt). */
             const bool masked = n0 < plan.all_lo || n0 + KEYS - 1 > plan.all_hi;
 #pragma unroll
             for (int mt = 0; mt < MT; mt++)

@@ -233,8 +233,8 @@ static void chain_call(flashcl_buffer *xb, flashcl_buffer *yb, flashcl_dtype dt,
  * host_ref. The scale (cols / 4) keeps the inputs of later links spread, so that a link that
  * read its input early (the buffer's previous contents: another link's output, or the first
  * poison) would differ. Shapes: short rows (the f16 and bf16 ones prefetch), longer register
- * rows, the online chunked variant, the split-held kernel, and a few long rows as AUTO runs
- * them. */
+ * rows, the online chunked variant, the split-held kernel, a few long rows as AUTO runs
+ * them, and rows of more slices than SMs (the cooperative pipelined kernel). */
 static void test_dependent_launch_chain(void **state) {
     enum { LINKS = 7 };
     static const struct {
@@ -247,7 +247,10 @@ static void test_dependent_launch_chain(void **state) {
                   {FLASHCL_F32, 4099, 1000, FLASHCL_SOFTMAX_AUTO},
                   {FLASHCL_F16, 300, 20000, FLASHCL_SOFTMAX_ONLINE_CHUNKED},
                   {FLASHCL_F32, 7, 65536, FLASHCL_SOFTMAX_SPLIT_ROW},
-                  {FLASHCL_F32, 3, 1000003, FLASHCL_SOFTMAX_AUTO}};
+                  {FLASHCL_F32, 3, 1000003, FLASHCL_SOFTMAX_AUTO},
+                  /* more slices of 16384 than SMs: the pipelined split-held kernel (a
+                   * cooperative launch, after dependents and before one) */
+                  {FLASHCL_BF16, 2, 2400000, FLASHCL_SOFTMAX_AUTO}};
     (void)state;
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         const flashcl_dtype dt = shapes[i].dt;
