@@ -292,8 +292,10 @@ fc_cuda_held_kernels fc_cuda_pick_held(const fc_cuda_context *ctx, const fc_soft
          * (bench/results/2026-11-27-session32.md). Across the band, session 33 (H200, two rounds
          * each): 256x262144 f16 0.0822 against 0.0866, 512x300000 bf16 0.184 against 0.187,
          * 100x400000 and 64x507904 1-2 % faster, 1024x131072 level
-         * (bench/results/2026-11-27-h200-s33-narrow-16-31.txt). Past 31 slices the narrow blocks
-         * would need more than one slice per SM for rows that are not pipelined. */
+         * (bench/results/2026-11-27-h200-s33-narrow-16-31.txt); on an H100 the band is about
+         * level (256x262144 and 512x300000 0.5-1 % faster, 100x400000 and 64x507904 1-2 %
+         * slower: -h100-s33-narrow-16-31.txt). Past 31 slices the narrow blocks would need more
+         * than one slice per SM for rows that are not pipelined. */
         h = held_narrow(ctx, d);
     } else if (bits && !f32) {
         h = held_bits_one_ticket(ctx, d, 0);
