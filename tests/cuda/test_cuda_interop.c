@@ -248,9 +248,10 @@ static void test_dependent_launch_chain(void **state) {
                   {FLASHCL_F16, 300, 20000, FLASHCL_SOFTMAX_ONLINE_CHUNKED},
                   {FLASHCL_F32, 7, 65536, FLASHCL_SOFTMAX_SPLIT_ROW},
                   {FLASHCL_F32, 3, 1000003, FLASHCL_SOFTMAX_AUTO},
-                  /* more slices of 16384 than SMs: the pipelined split-held kernel (a
-                   * cooperative launch, after dependents and before one) */
-                  {FLASHCL_BF16, 2, 2400000, FLASHCL_SOFTMAX_AUTO}};
+                  /* 147 slices of 16384 a row, more than the SMs, and more tickets than
+                   * blocks fit (8 x 147 against 4 x 132 on an H100/H200): the pipelined
+                   * split-held kernel in a cooperative launch, after dependents and before one */
+                  {FLASHCL_BF16, 8, 2400000, FLASHCL_SOFTMAX_AUTO}};
     (void)state;
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         const flashcl_dtype dt = shapes[i].dt;
