@@ -45,18 +45,10 @@ static int rows_16b_aligned(CUdeviceptr address, const int64_t strides[4], size_
 static flashcl_status launch(fc_cuda_context *ctx, CUfunction f, uint64_t gx, unsigned gy,
                                 unsigned threads, unsigned smem, void *args, const char *what,
                                 int dependent) {
-    CUresult r;
     if (gx > 0x7fffffffu)
         return fc_fail(FLASHCL_UNSUPPORTED, "%s: %llu blocks is over the grid limit", what,
                        (unsigned long long)gx);
-    r = fc_cuda_launch(ctx, f, (unsigned)gx, gy, threads, smem, args, dependent, &dependent);
-    if (r != CUDA_SUCCESS)
-        return fc_fail(r == CUDA_ERROR_OUT_OF_MEMORY ? FLASHCL_OUT_OF_MEMORY : FLASHCL_BACKEND_ERROR,
-                       "%s(%s, %llu x %u blocks of %u%s) failed: %s (%d)",
-                       dependent ? "cuLaunchKernelEx" : "cuLaunchKernel", what,
-                       (unsigned long long)gx, gy, threads,
-                       dependent ? ", programmatic dependent" : "", fc_cu_error_name(r), (int)r);
-    return FLASHCL_SUCCESS;
+    return fc_cuda_launch(ctx, f, (unsigned)gx, gy, threads, smem, args, dependent, what);
 }
 
 /* Merges `parts` split-KV partials that the forward kernel left in scratch (f32, regular layout)

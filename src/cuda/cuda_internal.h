@@ -178,11 +178,11 @@ int fc_cuda_dependent_launches(const fc_cuda_context *ctx);
  * waits in griddepcontrol.wait, before touching memory, until that kernel has finished and its
  * writes are visible -- the order of an ordinary launch without the gap between the two kernels.
  * Only kernels that call griddepcontrol.wait before touching memory may be launched dependent
- * (cuda/common.cuh, dependent_launch_enter). Else an ordinary cuLaunchKernel. *as_dependent
- * (may be NULL) says which it was, for error messages. */
-CUresult fc_cuda_launch(fc_cuda_context *ctx, CUfunction f, unsigned gx, unsigned gy,
-                        unsigned threads, unsigned smem, void *args, int dependent,
-                        int *as_dependent);
+ * (cuda/common.cuh, dependent_launch_enter). Else an ordinary cuLaunchKernel. A failure is
+ * raised with a message that names the entry point, `what` (the kernel) and the grid. */
+flashcl_status fc_cuda_launch(fc_cuda_context *ctx, CUfunction f, unsigned gx, unsigned gy,
+                              unsigned threads, unsigned smem, void *args, int dependent,
+                              const char *what);
 
 /* softmax.c and attention.c: the operations (descriptors already validated by src/api*.c). */
 flashcl_status fc_cuda_softmax(void *ctx, const fc_softmax_desc *desc);

@@ -333,27 +333,33 @@ int fc_cuda_dependent_launches(const fc_cuda_context *ctx) {
     return ctx->kernels.sm90_launch && !fc_env_flag("FLASHCL_CUDA_NO_PDL");
 }
 
-CUresult fc_cuda_launch(fc_cuda_context *ctx, CUfunction f, unsigned gx, unsigned gy,
-                        unsigned threads, unsigned smem, void *args, int dependent,
-                        int *as_dependent) {
+flashcl_status fc_cuda_launch(fc_cuda_context *ctx, CUfunction f, unsigned gx, unsigned gy,
+                              unsigned threads, unsigned smem, void *args, int dependent,
+                              const char *what) {
     CUlaunchConfig config;
     CUlaunchAttribute attribute;
     void *params[1];
+    CUresult r;
     params[0] = args;
     dependent = dependent && fc_cuda_dependent_launches(ctx);
-    if (as_dependent) *as_dependent = dependent;
-    if (!dependent)
-        return fc_cu()->LaunchKernel(f, gx, gy, 1, threads, 1, 1, smem, ctx->stream, params,
-                                     NULL);
-    memset(&attribute, 0, sizeof attribute);
-    attribute.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-    attribute.value.programmaticStreamSerializationAllowed = 1;
-    memset(&config, 0, sizeof config);
-    config.gridDimX = gx, config.gridDimY = gy, config.gridDimZ = 1;
-    config.blockDimX = threads, config.blockDimY = 1, config.blockDimZ = 1;
-    config.sharedMemBytes = smem;
-    config.hStream = ctx->stream;
-    config.attrs = &attribute;
-    config.numAttrs = 1;
-    return fc_cu()->LaunchKernelEx(&config, f, params, NULL);
+    if (!dependent) {
+        r = fc_cu()->LaunchKernel(f, gx, gy, 1, threads, 1, 1, smem, ctx->stream, params, NULL);
+    } else {
+        memset(&attribute, 0, sizeof attribute);
+        attribute.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+        attribute.value.programmaticStreamSerializationAllowed = 1;
+        memset(&config, 0, sizeof config);
+        config.gridDimX = gx, config.gridDimY = gy, config.gridDimZ = 1;
+        config.blockDimX = threads, config.blockDimY = 1, config.blockDimZ = 1;
+        config.sharedMemBytes = smem;
+        config.hStream = ctx->stream;
+        config.attrs = &attribute;
+        config.numAttrs = 1;
+        r = fc_cu()->LaunchKernelEx(&config, f, params, NULL);
+    }
+    if (r == CUDA_SUCCESS) return FLASHCL_SUCCESS;
+    return fc_fail(r == CUDA_ERROR_OUT_OF_MEMORY ? FLASHCL_OUT_OF_MEMORY : FLASHCL_BACKEND_ERROR,
+                   "%s(%s, %u x %u blocks of %u%s) failed: %s (%d)",
+                   dependent ? "cuLaunchKernelEx" : "cuLaunchKernel", what, gx, gy, threads,
+                   dependent ? ", programmatic dependent" : "", fc_cu_error_name(r), (int)r);
 }

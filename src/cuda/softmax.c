@@ -35,16 +35,7 @@ static flashcl_status launch(fc_cuda_context *ctx, CUfunction f, uint64_t blocks
                              unsigned threads, fc_softmax_args *args, const char *what) {
     unsigned gx = blocks > FC_MAX_GRID_X ? FC_MAX_GRID_X : (unsigned)blocks;
     unsigned gy = (unsigned)((blocks + gx - 1) / gx);
-    int dependent;
-    const CUresult r = fc_cuda_launch(ctx, f, gx, gy, threads, 0, args, 1, &dependent);
-    if (r != CUDA_SUCCESS)
-        return fc_fail(r == CUDA_ERROR_OUT_OF_MEMORY ? FLASHCL_OUT_OF_MEMORY
-                                                     : FLASHCL_BACKEND_ERROR,
-                       "%s(%s softmax kernel, %llu blocks of %u%s) failed: %s (%d)",
-                       dependent ? "cuLaunchKernelEx" : "cuLaunchKernel", what,
-                       (unsigned long long)blocks, threads,
-                       dependent ? ", programmatic dependent" : "", fc_cu_error_name(r), (int)r);
-    return FLASHCL_SUCCESS;
+    return fc_cuda_launch(ctx, f, gx, gy, threads, 0, args, 1, what);
 }
 
 /* Rows in registers. Rows of x that do not start 16-byte aligned run in their shifted layout
@@ -94,14 +85,14 @@ static flashcl_status run_rows(fc_cuda_context *ctx, const fc_softmax_desc *d,
         (uint64_t)(fc_cuda_row_configs[c].block / fc_cuda_row_configs[c].group);
     return launch(ctx, ctx->kernels.softmax_rows[c][d->x_dtype],
                   fc_cuda_ceil_div((uint64_t)d->rows, groups_per_block),
-                  (unsigned)fc_cuda_row_configs[c].block, a, "row-in-registers");
+                  (unsigned)fc_cuda_row_configs[c].block, a, "row-in-registers softmax kernel");
 }
 
 static flashcl_status run_chunked(fc_cuda_context *ctx, const fc_softmax_desc *d,
                                   fc_softmax_args *a) {
     uint64_t blocks = (uint64_t)d->rows < (1u << 20) ? (uint64_t)d->rows : (1u << 20);
     return launch(ctx, ctx->kernels.softmax_chunked[d->x_dtype], blocks,
-                  FC_SOFTMAX_STREAM_THREADS, a, "online chunked");
+                  FC_SOFTMAX_STREAM_THREADS, a, "online chunked softmax kernel");
 }
 
 /* Two kernels; enough chunks that rows * chunks fills the GPU about twice. */
@@ -122,10 +113,10 @@ static flashcl_status run_split(fc_cuda_context *ctx, const fc_softmax_desc *d,
     a->partials = scratch;
     blocks = items < (1u << 20) ? items : (1u << 20);
     st = launch(ctx, ctx->kernels.softmax_split_stats[d->x_dtype], blocks,
-                FC_SOFTMAX_STREAM_THREADS, a, "split-row statistics");
+                FC_SOFTMAX_STREAM_THREADS, a, "split-row statistics softmax kernel");
     if (st != FLASHCL_SUCCESS) return st;
     return launch(ctx, ctx->kernels.softmax_split_normalize[d->x_dtype], blocks,
-                  FC_SOFTMAX_STREAM_THREADS, a, "split-row normalisation");
+                  FC_SOFTMAX_STREAM_THREADS, a, "split-row normalisation softmax kernel");
 }
 
 /* Scratch for the resident split and the staged kernel, whose chunks of a row exchange their
@@ -257,7 +248,7 @@ static flashcl_status run_split_held(fc_cuda_context *ctx, const fc_softmax_desc
                            (unsigned long long)blocks, h->threads,
                            fc_cu_error_name(r), (int)r);
     } else {
-        st = launch(ctx, h->kernel, blocks, (unsigned)h->threads, a, "split-held");
+        st = launch(ctx, h->kernel, blocks, (unsigned)h->threads, a, "split-held softmax kernel");
         if (st != FLASHCL_SUCCESS) return st;
     }
     fc_cuda_split_state_commit(ctx, &state);
