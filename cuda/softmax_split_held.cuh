@@ -98,9 +98,17 @@ template <int DT, int TPB, int ITEMS, bool SHIFTED = false> struct held_floats {
     }
 };
 
-template <int DT, int TPB, int ITEMS> struct held_bits {
+template <int DT, int TPB, int ITEMS, bool SHIFTED = false> struct held_bits {
     static constexpr int VEC = dtype_io<DT>::vec, NV = ITEMS / VEC, COLS = TPB * ITEMS;
     static_assert(NV * VEC == ITEMS, "held_bits holds whole 16-byte vectors");
+    static_assert(!SHIFTED || DT != FC_F32, "the shifted form holds 16-bit inputs");
+    /* SHIFTED (16-bit rows that do not start 16-byte aligned, or whose length is not a multiple
+     * of VEC): the slices cover the row's shifted layout (shifted_row), columns [0, cols + head)
+     * counted from the 16-byte boundary at or before the row, so that every vector is one
+     * 16-byte load. The row's first vector may begin before it and its last one end past it;
+     * sum() overwrites those elements' bits with the infinity whose scaled value is -inf, which
+     * leaves the max and the sum as they are, and the stores skip them (element by element in
+     * those two vectors, and wherever y's shifted layout is not aligned for vector stores). */
     /* Vector k: columns origin + (k * TPB + t) * VEC .. + VEC (load_slice's layout). The host
      * takes these kernels only for rows whose x and y start 16-byte aligned and whose length is
      * a multiple of VEC, so that a vector lies wholly inside the row or wholly past its end:
@@ -109,9 +117,25 @@ template <int DT, int TPB, int ITEMS> struct held_bits {
      * constants in registers and spill (f16, sm_90a). */
     uint4 raw[NV];
 
-    /* Columns of the row from this thread's first one in `slice` on (may be <= 0). */
-    static FC_DEVICE int64_t room_of(const fc_softmax_args &a, int slice) {
-        return a.cols - (slice * (int64_t)COLS + (int64_t)threadIdx.x * VEC);
+    /* Columns of the row (its shifted layout's, head columns before it) from this thread's
+     * first one in `slice` on (may be <= 0). */
+    static FC_DEVICE int64_t room_of(const fc_softmax_args &a, int slice, int head = 0) {
+        return a.cols + head - (slice * (int64_t)COLS + (int64_t)threadIdx.x * VEC);
+    }
+    /* The columns x's row r has before it in its shifted layout (0 unless SHIFTED). */
+    static FC_DEVICE int head_of(const fc_softmax_args &a, int row) {
+        if constexpr (SHIFTED)
+            return (int)row_head(row_ptr(a.x, row, a.x_stride, dtype_io<DT>::bytes),
+                                 dtype_io<DT>::bytes);
+        return 0;
+    }
+    /* SHIFTED: the bits of a vector whose elements [lo, hi) are loaded from e and the others
+     * are `pad`. */
+    static FC_DEVICE uint4 part_bits(const unsigned short *e, int lo, int hi, unsigned pad) {
+        unsigned u[VEC];
+#pragma unroll
+        for (int i = 0; i < VEC; i++) u[i] = i >= lo && i < hi ? (unsigned)e[i] : pad;
+        return make_uint4(u[0] | u[1] << 16, u[2] | u[3] << 16, u[4] | u[5] << 16, u[6] | u[7] << 16);
     }
     static FC_DEVICE bool inside(int k, int64_t room) { return k * TPB * VEC < room; }
 
@@ -165,13 +189,34 @@ template <int DT, int TPB, int ITEMS> struct held_bits {
     }
 
     FC_DEVICE float sum(const fc_softmax_args &a, int row, int slice, float &m) {
-        const int64_t room = room_of(a, slice);
+        const int head = head_of(a, row);
+        const int64_t room = room_of(a, slice, head);
         const uint4 *p = reinterpret_cast<const uint4 *>(
             row_ptr(a.x, row, a.x_stride, dtype_io<DT>::bytes) +
             (a.cols - room) * dtype_io<DT>::bytes);
+        const bool first_part = SHIFTED && slice == 0 && threadIdx.x == 0 && head > 0;
 #pragma unroll
-        for (int k = 0; k < NV; k++)
-            raw[k] = inside(k, room) ? p[k * TPB] : make_uint4(0u, 0u, 0u, 0u);
+        for (int k = 0; k < NV; k++) /* whole vectors (SHIFTED: those wholly in the row) */
+            raw[k] = inside(k, room) && (!SHIFTED || (k * TPB * VEC + VEC <= room &&
+                                                      (k > 0 || !first_part)))
+                         ? p[k * TPB]
+                         : make_uint4(0u, 0u, 0u, 0u);
+        if constexpr (SHIFTED) {
+            /* The row's first and last vectors, element by element (no load outside the row),
+             * padded with the infinity that scales to -inf (the host never passes scale 0). */
+            const unsigned pad = a.scale >= 0.0f ? (DT == FC_F16 ? 0xfc00u : 0xff80u)
+                                                 : (DT == FC_F16 ? 0x7c00u : 0x7f80u);
+            const unsigned short *e16 = reinterpret_cast<const unsigned short *>(p);
+            if (first_part) raw[0] = part_bits(e16, head, room < VEC ? (int)room : VEC, pad);
+            const int64_t last = (room - 1) / (TPB * VEC); /* the vector holding the row's end */
+            const int end = (int)(room - last * TPB * VEC);
+            if (room > 0 && last < NV && end < VEC && !(first_part && last == 0)) {
+                const uint4 w = part_bits(e16 + last * TPB * VEC, 0, end, pad);
+#pragma unroll
+                for (int k = 0; k < NV; k++)
+                    if (k == last) raw[k] = w;
+            }
+        }
         const auto mine = [&](int k) { return raw[k]; };
         m = -INFINITY;
         if constexpr (DT == FC_F32) {
@@ -214,27 +259,43 @@ template <int DT, int TPB, int ITEMS> struct held_bits {
     static FC_DEVICE void store_from(B bits, const fc_softmax_args &a, int row, int slice,
                                      float m, float2 r) {
         char *y = row_ptr(a.y, row, a.y_stride, a.y_dtype == FC_F32 ? 4 : 2);
-        if (a.y_dtype == FC_F32) store_as<FC_F32>(bits, a, y, slice, m, r);
-        else if (a.y_dtype == FC_F16) store_as<FC_F16>(bits, a, y, slice, m, r);
-        else store_as<FC_BF16>(bits, a, y, slice, m, r);
+        if (a.y_dtype == FC_F32) store_as<FC_F32>(bits, a, y, row, slice, m, r);
+        else if (a.y_dtype == FC_F16) store_as<FC_F16>(bits, a, y, row, slice, m, r);
+        else store_as<FC_BF16>(bits, a, y, row, slice, m, r);
     }
 
     /* finish_values' expressions on e = exp(s - m_own) (softmax) or s (log), vector by vector. */
     template <int YT, typename B>
-    static FC_DEVICE void store_as(B bits, const fc_softmax_args &a, char *y, int slice, float m,
-                                   float2 r) {
+    static FC_DEVICE void store_as(B bits, const fc_softmax_args &a, char *y, int row, int slice,
+                                   float m, float2 r) {
         constexpr int YBYTES = YT == FC_F32 ? 4 : 2;
         const bool log = a.log != 0;
         const float factor = log ? 0.0f : chunk_factor(m, r.x, r.y);
         const float log_d = log ? logf(r.y) : 0.0f;
         const float s_own = subtrahend(m), s_row = subtrahend(r.x);
-        const int64_t room = room_of(a, slice);
-        char *p = y + (a.cols - room) * YBYTES;
+        const int head = head_of(a, row);
+        const int64_t room = room_of(a, slice, head);
+        char *p = y - (int64_t)head * YBYTES + (a.cols + head - room) * YBYTES;
+        /* SHIFTED: y in x's shifted layout, vector stores where its boundary allows them */
+        const bool y_ok = !SHIFTED || vector_store_aligned<VEC>(y - (int64_t)head * YBYTES, YBYTES);
         each_vector(bits, room, a.scale, [&](int k, float(&o)[VEC]) {
 #pragma unroll
             for (int e = 0; e < VEC; e++)
                 o[e] = log ? (o[e] - s_row) - log_d : softmax_exp_stored<DT, YT>(o[e] - s_own) * factor;
-            store_vec<VEC, false>(p + k * TPB * VEC * YBYTES, YT, o);
+            char *q = p + k * TPB * VEC * YBYTES;
+            if constexpr (SHIFTED) {
+                /* the vector's columns [lo, hi) that lie in the row */
+                const int64_t left = room - (int64_t)k * TPB * VEC;
+                const int lo = slice == 0 && threadIdx.x == 0 && k == 0 ? head : 0;
+                const int hi = left < VEC ? (int)left : VEC;
+                if (!y_ok || lo > 0 || hi < VEC) {
+#pragma unroll
+                    for (int e = 0; e < VEC; e++)
+                        if (e >= lo && e < hi) store_one(q + e * YBYTES, YT, o[e]);
+                    return;
+                }
+            }
+            store_vec<VEC, false>(q, YT, o);
         });
     }
 };
@@ -465,13 +526,29 @@ __device__ void softmax_split_held_pipelined(const fc_softmax_args &a) {
                         FC_SOFTMAX_SPLIT_HELD_BLOCKS_PER_SM, softmax_split_held,                \
                         FC_HELD_FLOATS(DT))
 FC_SOFTMAX_FOR_DTYPES(FC_SPLIT_HELD_KERNEL, 0)
-/* The same over rows that do not start 16-byte aligned, in their shifted layout. */
-#define FC_SPLIT_HELD_SHIFTED_KERNEL(dt_name, DT, unused)                                      \
+/* The same over rows that do not start 16-byte aligned, in their shifted layout: f32 rows held
+ * as floats (slices of 8192 columns), 16-bit ones as their bits (slices of 16384). */
+FC_SPLIT_HELD_ENTRY(split_held_shifted, f32, FC_SOFTMAX_SPLIT_HELD_THREADS,
+                    FC_SOFTMAX_SPLIT_HELD_BLOCKS_PER_SM, softmax_split_held,
+                    held_floats<FC_F32, FC_SOFTMAX_SPLIT_HELD_THREADS,
+                                FC_SOFTMAX_SPLIT_HELD_ITEMS, true>)
+#define FC_SPLIT_HELD_SHIFTED_BITS_KERNEL(dt_name, DT)                                         \
     FC_SPLIT_HELD_ENTRY(split_held_shifted, dt_name, FC_SOFTMAX_SPLIT_HELD_THREADS,             \
                         FC_SOFTMAX_SPLIT_HELD_BLOCKS_PER_SM, softmax_split_held,                \
-                        held_floats<DT, FC_SOFTMAX_SPLIT_HELD_THREADS,                          \
-                                    FC_SOFTMAX_SPLIT_HELD_ITEMS, true>)
-FC_SOFTMAX_FOR_DTYPES(FC_SPLIT_HELD_SHIFTED_KERNEL, 0)
+                        held_bits<DT, FC_SOFTMAX_SPLIT_HELD_THREADS,                            \
+                                  FC_SOFTMAX_SPLIT_HELD_BITS_ITEMS, true>)
+FC_SPLIT_HELD_SHIFTED_BITS_KERNEL(f16, FC_F16)
+FC_SPLIT_HELD_SHIFTED_BITS_KERNEL(bf16, FC_BF16)
+/* ... and in blocks of 128 (slices of 8192 columns), as the narrow kernel below is for aligned
+ * rows. */
+#define FC_SPLIT_HELD_NARROW_SHIFTED_KERNEL(dt_name, DT)                                       \
+    FC_SPLIT_HELD_ENTRY(split_held_narrow_shifted, dt_name,                                     \
+                        FC_SOFTMAX_SPLIT_HELD_NARROW_THREADS,                                   \
+                        FC_SOFTMAX_SPLIT_HELD_NARROW_BLOCKS_PER_SM, softmax_split_held,         \
+                        held_bits<DT, FC_SOFTMAX_SPLIT_HELD_NARROW_THREADS,                     \
+                                  FC_SOFTMAX_SPLIT_HELD_BITS_ITEMS, true>)
+FC_SPLIT_HELD_NARROW_SHIFTED_KERNEL(f16, FC_F16)
+FC_SPLIT_HELD_NARROW_SHIFTED_KERNEL(bf16, FC_BF16)
 #define FC_SPLIT_HELD_BITS_KERNEL(dt_name, DT)                                                 \
     FC_SPLIT_HELD_ENTRY(split_held_bits, dt_name, FC_SOFTMAX_SPLIT_HELD_THREADS,                \
                         FC_SOFTMAX_SPLIT_HELD_BLOCKS_PER_SM, softmax_split_held,                \

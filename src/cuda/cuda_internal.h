@@ -94,7 +94,8 @@ typedef struct fc_cuda_kernels {
      * it caps the slices of a row, which must all be running together. */
     int softmax_split_held_blocks_per_sm[FC_CUDA_DTYPES];
     /* The same kernel over rows that do not start 16-byte aligned, laid out from the 16-byte
-     * boundary before each row (cuda/softmax.cuh, shifted_row), and its blocks per SM. */
+     * boundary before each row (cuda/softmax.cuh, shifted_row), and its blocks per SM; 16-bit
+     * inputs held as their bits (slices of 16384 columns). */
     CUfunction softmax_split_held_shifted[FC_CUDA_DTYPES];
     int softmax_split_held_shifted_blocks_per_sm[FC_CUDA_DTYPES];
     /* The same kernel for 16-bit inputs held as their bits (twice the columns a slice; NULL
@@ -109,9 +110,13 @@ typedef struct fc_cuda_kernels {
      * (FC_SOFTMAX_SPLIT_HELD_WIDE_THREADS a block, NULL for f32) and its blocks per SM. */
     CUfunction softmax_split_held_wide[FC_CUDA_DTYPES];
     int softmax_split_held_wide_blocks_per_sm[FC_CUDA_DTYPES];
-    /* ... and the narrow form (f32 only: blocks of 128, slices of 4096 columns as floats) */
+    /* ... and the narrow form (blocks of 128: slices of 4096 f32 columns as floats, 8192 16-bit
+     * ones as their bits) */
     CUfunction softmax_split_held_narrow[FC_CUDA_DTYPES];
     int softmax_split_held_narrow_blocks_per_sm[FC_CUDA_DTYPES];
+    /* ... and its shifted form for 16-bit inputs held as their bits (NULL for f32) */
+    CUfunction softmax_split_held_narrow_shifted[FC_CUDA_DTYPES];
+    int softmax_split_held_narrow_shifted_blocks_per_sm[FC_CUDA_DTYPES];
     fc_cuda_attention_kernel attention_tc[FC_TC_CONFIG_COUNT][2];        /* [config][f16, bf16] */
     fc_cuda_attention_kernel attention_tc_decode[FC_TC_DECODE_CONFIG_COUNT][2];
     fc_cuda_attention_kernel attention_wgmma[FC_WGMMA_CONFIG_COUNT][2]; /* usable on cc 9.0 only */

@@ -129,6 +129,10 @@ static flashcl_status size_split_held_kernel(fc_cuda_context *ctx, int dt) {
         r = fc_cu()->OccupancyMaxActiveBlocksPerMultiprocessor(
             &k->softmax_split_held_narrow_blocks_per_sm[dt], k->softmax_split_held_narrow[dt],
             FC_SOFTMAX_SPLIT_HELD_NARROW_THREADS, 0);
+    if (r == CUDA_SUCCESS && k->softmax_split_held_narrow_shifted[dt])
+        r = fc_cu()->OccupancyMaxActiveBlocksPerMultiprocessor(
+            &k->softmax_split_held_narrow_shifted_blocks_per_sm[dt],
+            k->softmax_split_held_narrow_shifted[dt], FC_SOFTMAX_SPLIT_HELD_NARROW_THREADS, 0);
     if (r != CUDA_SUCCESS)
         return fc_cu_fail(r, "cuOccupancyMaxActiveBlocksPerMultiprocessor(split-held softmax kernel)");
     return FLASHCL_SUCCESS;
@@ -160,6 +164,8 @@ static flashcl_status get_softmax_kernels(fc_cuda_context *ctx, int dt) {
     if (dt != FLASHCL_F32) FC_GET_(softmax_split_held_bits, "fc_softmax_split_held_bits")
     FC_GET_(softmax_split_held_pipelined, "fc_softmax_split_held_pipelined")
     FC_GET_(softmax_split_held_narrow, "fc_softmax_split_held_narrow")
+    if (dt != FLASHCL_F32)
+        FC_GET_(softmax_split_held_narrow_shifted, "fc_softmax_split_held_narrow_shifted")
     if (dt != FLASHCL_F32) FC_GET_(softmax_split_held_wide, "fc_softmax_split_held_wide")
 #undef FC_GET_
     if (st == FLASHCL_SUCCESS) st = size_resident_kernel(ctx, dt);

@@ -30,9 +30,10 @@
  *                     row takes at most one slice per SM (~1.08M columns on an H100, ~2.16M
  *                     for 16-bit inputs), or in the pipelined form, launched cooperatively,
  *                     one per block (4 per SM: ~4.3M and ~8.6M columns). Rows that do not
- *                     start 16-byte aligned (odd lengths, element offsets) are held as f32 in
- *                     their shifted layout, counted from the 16-byte boundary before each row,
- *                     so that their vectors load and store 16 bytes at a time.
+ *                     start 16-byte aligned (odd lengths, element offsets) are held in their
+ *                     shifted layout, counted from the 16-byte boundary before each row, so
+ *                     that their vectors load and store 16 bytes at a time: f32 as floats,
+ *                     16-bit inputs as their bits.
  * Forced SPLIT_ROW takes the split-held kernel where it fits, else the staged kernel with two
  * chunks or more where it fits, else the resident split, else the two-kernel split.
  *
@@ -255,6 +256,27 @@ static fc_cuda_held_kernels held_narrow(const fc_cuda_context *ctx, const fc_sof
     return h;
 }
 
+/* Whether 16-bit rows of `cols` columns held as their bits take the narrow blocks (slices of
+ * 8192) rather than the 256-thread ones (16384): rows of 16..31 wide slices, or whose last wide
+ * slice would be at most half full (the measurements are at fc_cuda_pick_held's use of it), as
+ * long as a row keeps to one narrow slice per SM (fc_cuda_plan_split_held's cap);
+ * FLASHCL_CUDA_SOFTMAX_NARROW_BITS=1 always, FLASHCL_CUDA_SOFTMAX_NO_NARROW=1 never (A/B). For
+ * rows in the shifted layout, cols counts the columns of that layout. */
+/* (The cap: 4x1100000 f16 took 0.0237 ms before it, when narrow slices past one per SM left the
+ * split-held kernel out, and 0.0117 with it; H200, 2026-11-27.) */
+static int narrow_bits(const fc_cuda_context *ctx, int64_t cols) {
+    const int64_t wide_slices =
+        (int64_t)fc_cuda_ceil_div((uint64_t)cols, (uint64_t)FC_SPLIT_HELD_BITS_SLICE);
+    if (fc_env_flag("FLASHCL_CUDA_SOFTMAX_NO_NARROW") ||
+        (int64_t)fc_cuda_ceil_div((uint64_t)cols, (uint64_t)FC_SPLIT_HELD_NARROW_BITS_SLICE) >
+            ctx->sm_count)
+        return 0;
+    return fc_env_flag("FLASHCL_CUDA_SOFTMAX_NARROW_BITS") ||
+           (wide_slices >= 16 && wide_slices < FC_SPLIT_HELD_PIPELINE_SLICES) ||
+           (cols % FC_SPLIT_HELD_BITS_SLICE > 0 &&
+            cols % FC_SPLIT_HELD_BITS_SLICE <= FC_SPLIT_HELD_NARROW_BITS_SLICE);
+}
+
 fc_cuda_held_kernels fc_cuda_pick_held(const fc_cuda_context *ctx, const fc_softmax_desc *d,
                               const fc_softmax_args *a) {
     const fc_cuda_kernels *k = &ctx->kernels;
@@ -273,12 +295,7 @@ fc_cuda_held_kernels fc_cuda_pick_held(const fc_cuda_context *ctx, const fc_soft
         h.slice_cols = bits_slice;
         h.blocks_per_sm = k->softmax_split_held_pipelined_blocks_per_sm[dt];
         h.pipelined = 1;
-    } else if (bits && !f32 && k->softmax_split_held_narrow[dt] &&
-               !fc_env_flag("FLASHCL_CUDA_SOFTMAX_NO_NARROW") &&
-               (fc_env_flag("FLASHCL_CUDA_SOFTMAX_NARROW_BITS") ||
-                (slices >= 16 && slices < FC_SPLIT_HELD_PIPELINE_SLICES) ||
-                (d->cols % FC_SPLIT_HELD_BITS_SLICE > 0 &&
-                 d->cols % FC_SPLIT_HELD_BITS_SLICE <= FC_SPLIT_HELD_NARROW_BITS_SLICE))) {
+    } else if (bits && !f32 && k->softmax_split_held_narrow[dt] && narrow_bits(ctx, d->cols)) {
         /* 16-bit rows whose last 16384-column slice would be at most half full, in blocks of 128
          * holding slices of 8192 as their bits: the same columns in fewer idle threads. f16 ms
          * against the 256-thread blocks, same call: 4096x40000 0.1867 against 0.2019 on an H200,
@@ -306,11 +323,26 @@ fc_cuda_held_kernels fc_cuda_pick_held(const fc_cuda_context *ctx, const fc_soft
          * against element loads in the same call (torch.softmax beside): 4096x50257 f16 0.346
          * against 1.130 (torch 0.351), f32 0.493 against 1.004 (0.775); 512x50257 f16 0.050
          * against 0.151 (0.054); 64x1000003 f16 0.134 against 0.433 (0.298)
-         * (bench/results/2026-11-26-h200-s17-shifted-rows.txt). */
-        h.kernel = k->softmax_split_held_shifted[dt];
-        h.slice_cols = FC_SPLIT_HELD_SLICE;
-        h.blocks_per_sm = k->softmax_split_held_shifted_blocks_per_sm[dt];
+         * (bench/results/2026-11-26-h200-s17-shifted-rows.txt). 16-bit rows are held as their
+         * bits (held_bits' shifted form: slices of 16384 columns, or 8192 in blocks of 128 where
+         * narrow_bits says so, as for aligned rows) instead of as floats (8192): H200,
+         * 2026-11-27, f16 ms, against the float-held kernel in the same call (torch.softmax
+         * beside): 4096x50257 0.2535 against 0.3456 (0.352), 512x50257 0.0391 against 0.0492,
+         * 256x100003 0.0391 against 0.0479, 64x1000003 0.0911 against 0.1315; 64x50257 0.0097
+         * against 0.0091 (torch 0.0136), a launch of 448 narrow blocks. In 256-thread blocks
+         * (FLASHCL_CUDA_SOFTMAX_NO_NARROW=1) 4096x50257 took 0.2712-0.2729 and 64x1000003
+         * 0.0895 (bench/results/2026-11-27-h200-s34-shifted-bits-narrow.txt). */
         h.shift = 16 / (int64_t)fc_cuda_dtype_bytes(d->x_dtype) - 1;
+        if (!f32 && narrow_bits(ctx, d->cols + h.shift)) {
+            h.kernel = k->softmax_split_held_narrow_shifted[dt];
+            h.slice_cols = FC_SPLIT_HELD_NARROW_BITS_SLICE;
+            h.blocks_per_sm = k->softmax_split_held_narrow_shifted_blocks_per_sm[dt];
+            h.threads = FC_SOFTMAX_SPLIT_HELD_NARROW_THREADS;
+        } else {
+            h.kernel = k->softmax_split_held_shifted[dt];
+            h.slice_cols = f32 ? FC_SPLIT_HELD_SLICE : FC_SPLIT_HELD_BITS_SLICE;
+            h.blocks_per_sm = k->softmax_split_held_shifted_blocks_per_sm[dt];
+        }
     } else if (f32 && k->softmax_split_held_narrow[dt] &&
                !fc_env_flag("FLASHCL_CUDA_SOFTMAX_NO_NARROW")) {
         /* Aligned f32 rows in blocks of 128 (slices of 4096 columns) rather than 256: several
