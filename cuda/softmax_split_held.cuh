@@ -275,7 +275,7 @@ template <int DT, int TPB, int ITEMS, bool SHIFTED = false> struct held_bits {
         const float s_own = subtrahend(m), s_row = subtrahend(r.x);
         const int head = head_of(a, row);
         const int64_t room = room_of(a, slice, head);
-        char *p = y - (int64_t)head * YBYTES + (a.cols + head - room) * YBYTES;
+        char *p = y + (a.cols - room) * YBYTES; /* this thread's first vector, as in sum() */
         /* SHIFTED: y in x's shifted layout, vector stores where its boundary allows them */
         const bool y_ok = !SHIFTED || vector_store_aligned<VEC>(y - (int64_t)head * YBYTES, YBYTES);
         each_vector(bits, room, a.scale, [&](int k, float(&o)[VEC]) {

@@ -242,16 +242,19 @@ static fc_cuda_held_kernels held_bits_one_ticket(const fc_cuda_context *ctx,
 }
 
 /* The narrow one-ticket kernel: blocks of FC_SOFTMAX_SPLIT_HELD_NARROW_THREADS holding aligned
- * f32 rows as floats (slices of 4096 columns) or 16-bit rows as their bits (slices of 8192). */
-static fc_cuda_held_kernels held_narrow(const fc_cuda_context *ctx, const fc_softmax_desc *d) {
+ * f32 rows as floats (slices of 4096 columns) or 16-bit rows as their bits (slices of 8192);
+ * with `shifted`, 16-bit rows in their shifted layout (the caller sets h.shift). */
+static fc_cuda_held_kernels held_narrow(const fc_cuda_context *ctx, const fc_softmax_desc *d,
+                                        int shifted) {
     const fc_cuda_kernels *k = &ctx->kernels;
     const int dt = (int)d->x_dtype;
     fc_cuda_held_kernels h;
     memset(&h, 0, sizeof h);
-    h.kernel = k->softmax_split_held_narrow[dt];
+    h.kernel = shifted ? k->softmax_split_held_narrow_shifted[dt] : k->softmax_split_held_narrow[dt];
     h.slice_cols = d->x_dtype == FLASHCL_F32 ? FC_SPLIT_HELD_NARROW_SLICE
                                              : FC_SPLIT_HELD_NARROW_BITS_SLICE;
-    h.blocks_per_sm = k->softmax_split_held_narrow_blocks_per_sm[dt];
+    h.blocks_per_sm = shifted ? k->softmax_split_held_narrow_shifted_blocks_per_sm[dt]
+                              : k->softmax_split_held_narrow_blocks_per_sm[dt];
     h.threads = FC_SOFTMAX_SPLIT_HELD_NARROW_THREADS;
     return h;
 }
@@ -259,11 +262,10 @@ static fc_cuda_held_kernels held_narrow(const fc_cuda_context *ctx, const fc_sof
 /* Whether 16-bit rows of `cols` columns held as their bits take the narrow blocks (slices of
  * 8192) rather than the 256-thread ones (16384): rows of 16..31 wide slices, or whose last wide
  * slice would be at most half full (the measurements are at fc_cuda_pick_held's use of it), as
- * long as a row keeps to one narrow slice per SM (fc_cuda_plan_split_held's cap);
- * FLASHCL_CUDA_SOFTMAX_NARROW_BITS=1 always, FLASHCL_CUDA_SOFTMAX_NO_NARROW=1 never (A/B). For
- * rows in the shifted layout, cols counts the columns of that layout. */
-/* (The cap: 4x1100000 f16 took 0.0237 ms before it, when narrow slices past one per SM left the
- * split-held kernel out, and 0.0117 with it; H200, 2026-11-27.) */
+ * long as a row keeps to one narrow slice per SM (fc_cuda_plan_split_held's cap: without it
+ * 4x1100000 f16 left the split-held kernel, 0.0237 ms against 0.0117 with it; H200,
+ * 2026-11-27); FLASHCL_CUDA_SOFTMAX_NARROW_BITS=1 always, FLASHCL_CUDA_SOFTMAX_NO_NARROW=1
+ * never (A/B). For rows in the shifted layout, cols counts the columns of that layout. */
 static int narrow_bits(const fc_cuda_context *ctx, int64_t cols) {
     const int64_t wide_slices =
         (int64_t)fc_cuda_ceil_div((uint64_t)cols, (uint64_t)FC_SPLIT_HELD_BITS_SLICE);
@@ -313,7 +315,7 @@ fc_cuda_held_kernels fc_cuda_pick_held(const fc_cuda_context *ctx, const fc_soft
          * level (256x262144 and 512x300000 0.5-1 % faster, 100x400000 and 64x507904 1-2 %
          * slower: -h100-s33-narrow-16-31.txt). Past 31 slices the narrow blocks would need more
          * than one slice per SM for rows that are not pipelined. */
-        h = held_narrow(ctx, d);
+        h = held_narrow(ctx, d, 0);
     } else if (bits && !f32) {
         h = held_bits_one_ticket(ctx, d, 0);
     } else if (!a->x_vec_ok && !fc_env_flag("FLASHCL_CUDA_SOFTMAX_NO_SHIFT")) {
@@ -332,17 +334,15 @@ fc_cuda_held_kernels fc_cuda_pick_held(const fc_cuda_context *ctx, const fc_soft
          * against 0.0091 (torch 0.0136), a launch of 448 narrow blocks. In 256-thread blocks
          * (FLASHCL_CUDA_SOFTMAX_NO_NARROW=1) 4096x50257 took 0.2712-0.2729 and 64x1000003
          * 0.0895 (bench/results/2026-11-27-h200-s34-shifted-bits-narrow.txt). */
-        h.shift = 16 / (int64_t)fc_cuda_dtype_bytes(d->x_dtype) - 1;
-        if (!f32 && narrow_bits(ctx, d->cols + h.shift)) {
-            h.kernel = k->softmax_split_held_narrow_shifted[dt];
-            h.slice_cols = FC_SPLIT_HELD_NARROW_BITS_SLICE;
-            h.blocks_per_sm = k->softmax_split_held_narrow_shifted_blocks_per_sm[dt];
-            h.threads = FC_SOFTMAX_SPLIT_HELD_NARROW_THREADS;
+        const int64_t shift = 16 / (int64_t)fc_cuda_dtype_bytes(d->x_dtype) - 1;
+        if (!f32 && narrow_bits(ctx, d->cols + shift)) {
+            h = held_narrow(ctx, d, 1);
         } else {
             h.kernel = k->softmax_split_held_shifted[dt];
             h.slice_cols = f32 ? FC_SPLIT_HELD_SLICE : FC_SPLIT_HELD_BITS_SLICE;
             h.blocks_per_sm = k->softmax_split_held_shifted_blocks_per_sm[dt];
         }
+        h.shift = shift;
     } else if (f32 && k->softmax_split_held_narrow[dt] &&
                !fc_env_flag("FLASHCL_CUDA_SOFTMAX_NO_NARROW")) {
         /* Aligned f32 rows in blocks of 128 (slices of 4096 columns) rather than 256: several
@@ -353,7 +353,7 @@ fc_cuda_held_kernels fc_cuda_pick_held(const fc_cuda_context *ctx, const fc_soft
          * (bench/results/2026-11-26-h200-s21-cuda-narrow-held.txt); on an H100 within 0.7 %
          * either way (256x131072 2.4 % faster), and blocks of 64 were 2-9 % slower there
          * (bench/results/2026-11-26-h100-s21-cuda-narrow-held.txt). */
-        h = held_narrow(ctx, d);
+        h = held_narrow(ctx, d, 0);
     } else {
         h.kernel = k->softmax_split_held[dt];
         h.slice_cols = FC_SPLIT_HELD_SLICE;
