@@ -37,7 +37,10 @@
  * Decode shapes normally run fc_attn_decode_keys_* instead (cl/attention_decode.cl: key-parallel
  * scores, V straight from global memory; same arguments and split-KV partials), and for f32 on
  * NVIDIA sm80+ its cp.async form fc_attn_decode_async*_ (cl/attention_decode_async.cl); the tiled
- * decode family stays as the A/B reference (FLASHCL_ATTENTION_DECODE_LEGACY=1).
+ * decode family stays as the A/B reference (FLASHCL_ATTENTION_DECODE_LEGACY=1). CPU devices
+ * run every shape on the CPU kernels (cl/attention_cpu.cl: a work-item of float16 vectors, no
+ * local memory) and keep the generic kernels for A/B and for the tests that force a family or
+ * switch the CPU kernels off (they are how CI exercises the GPUs' code on PoCL).
  *
  * Files (CMakeLists.txt's FLASHCL_ATTENTION_PROGRAM concatenates them in this order when the
  * library embeds the program; this file is only for standalone compiles such as CI's clang):
@@ -46,6 +49,7 @@
  *   attention_forward.cl  the tiled forward kernel (prefill, legacy decode)
  *   attention_decode.cl   the key-parallel split-KV decode kernel
  *   attention_decode_async.cl  its f32 form fed by cp.async (NVIDIA sm80+, FC_ATTN_ASYNC)
+ *   attention_cpu.cl      the CPUs' kernels: a work-item of float16 vectors (FC_ATTN_CPU)
  *   attention_merge.cl    the split-KV merge and flashcl_attention_merge's kernel
  * NVIDIA GPUs (compute capability 8.0+) also get a program of its own, ptx_async.h +
  * attention_common.cl + attention_mma.cl: the same forward on tensor cores through inline PTX, which the host prefers
@@ -58,6 +62,7 @@
 #include "attention_forward.cl"
 #include "attention_decode.cl"
 #include "attention_decode_async.cl"
+#include "attention_cpu.cl"
 #include "attention_merge.cl"
 #endif
 

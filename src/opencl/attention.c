@@ -35,6 +35,16 @@
 #define FC_ATTN_PASSES_PREFILL 120
 #define FC_ATTN_PASSES_DECODE_KEYS 66
 #define FC_ATTN_PASSES_DECODE_TILES 54
+/* The CPU kernels (cl/attention_cpu.cl): rows per work-item of fc_attn_rows_vector and of
+ * fc_attn_decode_vector, the rows of a (batch, kv head) up to which AUTO takes the second (2-core
+ * AVX-512 EPYC, PoCL 3.1, D128, TF/s decode / rows: 1 row f32 and f16 level or faster, up to 3x
+ * where keys are contiguous; 2 rows 0.004 / 0.003; 4 rows 0.007-0.008 / 0.010; 8 rows 0.010 /
+ * 0.017), the first one's keys per block, and the fewest keys of a split. */
+#define FC_ATTN_RV_ROWS 16
+#define FC_ATTN_DV_ROWS 8
+#define FC_ATTN_DV_AUTO_ROWS 2
+#define FC_ATTN_RV_KEYS 8
+#define FC_ATTN_CPU_MIN_KEYS 256
 
 const int fc_attn_class_dim[FC_ATTN_DIM_CLASSES] = {64, 128, 256};
 const char *const fc_attn_dtype_name[FC_DTYPE_COUNT] = {"f32", "f16", "bf16"};
@@ -85,6 +95,18 @@ static int is_pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
  * kernel with work-group loops around every barrier, and 18 unrolled variants would take
  * minutes. Their geometry is the 256 class's, used for every head dim. */
 int fc_attn_generic_kernels(const fc_cl_device *dev) { return !dev->is_gpu; }
+
+/* CPUs also build the CPU kernels (cl/attention_cpu.cl) into their generic program, and those
+ * take every forward call there (plan_forward). So does Oclgrind (a GPU by its device type), in
+ * its f32 program, so that the simulator checks them too. Not Mesa's llvmpipe (the one device
+ * with a loop limit): its compiler splits every float16 operation into lanes and took over 20
+ * minutes and 7 GB on fc_attn_rows_vector (Mesa 22.3.6, 2-core machine), where the generic
+ * kernels build in about a minute. */
+int fc_attn_cpu_part(const fc_cl_device *dev)
+{
+    if (!dev->is_gpu) return dev->loop_limit > 0 ? -1 : FC_PART_ALL_DTYPES;
+    return strstr(dev->info.name, "Oclgrind") ? FC_PART_F32 : -1;
+}
 
 /* Local memory of one work-group, as FC_ATTN_SMEM4 in the kernel computes it. qres: Q has a
  * region of its own (one chunk spans the head dim); shuffle: row reductions need no scratch. */
@@ -214,7 +236,10 @@ void fc_cl_attention_options(const fc_cl_device *dev, int part, char *out, size_
     used = fc_attn_async_options(dev, out, out_size, used);
     part_contents(part, &dtypes, &kinds);
     if (used < out_size)
-        snprintf(out + used, out_size - used, " -DFC_DTYPES=%d -DFC_ATTN_KINDS=%d", dtypes, kinds);
+        used += (size_t)snprintf(out + used, out_size - used, " -DFC_DTYPES=%d -DFC_ATTN_KINDS=%d",
+                                 dtypes, kinds);
+    if (part == fc_attn_cpu_part(dev) && used < out_size)
+        snprintf(out + used, out_size - used, " -DFC_ATTN_CPU=1");
 }
 
 /* ---- launching ---------------------------------------------------------------------------- */
@@ -398,7 +423,30 @@ static flashcl_status plan_forward(fc_cl_context *ctx, const fc_attention_desc *
     tile_r = tile_rows(tile);
     bn = tile_keys(tile);
     p->per_cu = p->family == FC_ATTN_DECODE ? 8 : 2;
-    if (!(force && !strcmp(force, "decode")) &&
+    if (force && (!strcmp(force, "rows_vector") || !strcmp(force, "decode_vector")) &&
+        !ak->rows_vector)
+        return fc_fail(FLASHCL_UNSUPPORTED,
+                       "FLASHCL_ATTENTION_FAMILY=%s: the CPU kernels are built for CPU devices "
+                       "(but Mesa's llvmpipe) and Oclgrind only, and '%s' is none of them",
+                       force, ctx->dev.info.name);
+    if (ak->rows_vector && d->head_dim <= 256 &&
+        (force ? !strcmp(force, "rows_vector") || !strcmp(force, "decode_vector")
+               : !fc_env_flag("FLASHCL_ATTENTION_NO_CPU_KERNELS"))) {
+        /* CPUs (cl/attention_cpu.cl): at most 2 rows a (batch, kv head), decode, on the kernel
+         * with the head dim in its lanes, else on the one with 16 rows in its lanes; split
+         * across the cores where the (batch, kv head, tile) items alone are too few, in splits
+         * of at least 256 keys, since each costs a partial and the merge. 2-core AVX-512 EPYC,
+         * PoCL 3.1, against the generic kernels (FLASHCL_ATTENTION_NO_CPU_KERNELS=1): see
+         * bench/results/2026-12-06-session35.md. */
+        const int dims_in_lanes =
+            force ? !strcmp(force, "decode_vector") : rows <= FC_ATTN_DV_AUTO_ROWS;
+        p->kernel = dims_in_lanes ? ak->decode_vector : ak->rows_vector;
+        p->wg = 1;
+        tile_r = dims_in_lanes ? FC_ATTN_DV_ROWS : FC_ATTN_RV_ROWS;
+        bn = FC_ATTN_RV_KEYS;
+        min_blocks = FC_ATTN_CPU_MIN_KEYS / FC_ATTN_RV_KEYS;
+        p->per_cu = 4;
+    } else if (!(force && !strcmp(force, "decode")) &&
         fc_attn_mma_pick(ctx, d, p->family == FC_ATTN_PREFILL, &mma)) {
         use_mma = 1;
         /* Tensor cores where the device has them, for 16-bit decode shapes too: there the

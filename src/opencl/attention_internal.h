@@ -56,6 +56,9 @@ void fc_attn_merge_release_kernels(fc_cl_context *ctx);
 
 /* CPUs get generic kernels (dtype and head dim decided at run time). */
 int fc_attn_generic_kernels(const fc_cl_device *dev);
+/* The program part (FC_PART_*) that holds the CPU kernels (cl/attention_cpu.cl) on this
+ * device, -1 where none does (every GPU but Oclgrind, and Mesa's llvmpipe). */
+int fc_attn_cpu_part(const fc_cl_device *dev);
 
 /* Padded head dim of each class, and the dtypes' kernel name suffixes. */
 extern const int fc_attn_class_dim[FC_ATTN_DIM_CLASSES];

@@ -46,6 +46,26 @@ int ta_large(void)
     return v && *v && strcmp(v, "0") != 0;
 }
 
+int ta_cpu_kernels_device(flashcl_context *ctx)
+{
+    flashcl_device_info info;
+    assert_int_equal(flashcl_context_device(ctx, &info), FLASHCL_SUCCESS);
+    if (info.backend != FLASHCL_BACKEND_OPENCL) return 0;
+    if (strstr(info.name, "Oclgrind")) return 1;
+    return !(info.features & FLASHCL_FEATURE_GPU) && !strstr(info.name, "llvmpipe");
+}
+
+void ta_skip_repeat_without_cpu_kernels(flashcl_context *ctx)
+{
+    const char *v = getenv("FLASHCL_ATTENTION_NO_CPU_KERNELS");
+    if (v && *v && strcmp(v, "0") != 0 && !ta_cpu_kernels_device(ctx)) {
+        printf("SKIP: FLASHCL_ATTENTION_NO_CPU_KERNELS=1 changes nothing on this device (it has "
+               "no CPU attention kernels): the run without it covered these kernels\n");
+        flashcl_context_destroy(ctx);
+        exit(77);
+    }
+}
+
 static const char *layout_name(ta_layout l)
 {
     switch (l) {

@@ -72,4 +72,15 @@ flashcl_buffer *ta_buffer(flashcl_context *ctx, const void *src, size_t bytes);
 /* Whether FLASHCL_TEST_LARGE=1 asks for the bigger cases (GPU machines). */
 int ta_large(void);
 
+/* Whether the context's device runs the CPU attention kernels (cl/attention_cpu.cl): an OpenCL
+ * CPU device but Mesa's llvmpipe, or Oclgrind, which builds them so that the simulator checks
+ * them (src/opencl/attention.c). Their families can be forced there with
+ * FLASHCL_ATTENTION_FAMILY=rows_vector or decode_vector. */
+int ta_cpu_kernels_device(flashcl_context *ctx);
+
+/* For a test binary that CTest also runs with FLASHCL_ATTENTION_NO_CPU_KERNELS=1, so that CPU
+ * devices run it on the generic kernels that GPUs are built from: where the device has no CPU
+ * kernels that run repeats the default one, so it exits 77 (skip) with the reason. */
+void ta_skip_repeat_without_cpu_kernels(flashcl_context *ctx);
+
 #endif

@@ -304,6 +304,7 @@ static void test_decode_legacy_needs_it_at_creation(void **state)
 int main(void)
 {
     g_ctx = tu_context_or_skip();
+    ta_skip_repeat_without_cpu_kernels(g_ctx);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_decode_auto),
         cmocka_unit_test(test_decode_forced_splits),

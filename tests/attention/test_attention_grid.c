@@ -204,6 +204,7 @@ static void test_random_grid(void **state)
 int main(void)
 {
     g_ctx = tu_context_or_skip();
+    ta_skip_repeat_without_cpu_kernels(g_ctx);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_head_dim),
         cmocka_unit_test(test_unequal_lengths),

@@ -1,7 +1,7 @@
 /* Masks and score options: causal with Sq = Sk, Sq < Sk and Sq > Sk (whose top rows see no key:
  * zeros and lse = -inf), sliding windows (left, right, both, combined with causal, empty), softcap,
- * negative and tiny scales, and the same masked problems forced through both kernel families and
- * through split-KV (FLASHCL_ATTENTION_FAMILY / FLASHCL_ATTENTION_SPLITS, read at every call), so
+ * negative and tiny scales, and the same masked problems forced through every kernel family (the
+ * CPU kernels too, where the device has them) and through split-KV (FLASHCL_ATTENTION_FAMILY / FLASHCL_ATTENTION_SPLITS, read at every call), so
  * that diagonal tiles, skipped tiles and splits without visible keys are all exercised; and
  * causal problems under every order of the work-groups' tiles (forced tail counts). */
 #include "attention_check.h"
@@ -67,15 +67,27 @@ static void test_softcap_and_scale(void **state)
         }
 }
 
+/* The families a test forces: the tiled prefill and decode kernels everywhere, and the two CPU
+ * kernels where the device has them (else said once, on stdout). */
+static int family_count(void)
+{
+    static int said;
+    if (ta_cpu_kernels_device(g_ctx)) return 4;
+    if (!said) printf("no rows_vector or decode_vector family: not built for this device\n");
+    said = 1;
+    return 2;
+}
+
 /* The masked problems again through each family and with split-KV forced. */
 static void test_forced_variants(void **state)
 {
     (void)state;
-    static const char *const families[] = {"prefill", "decode"};
+    static const char *const families[] = {"prefill", "decode", "rows_vector", "decode_vector"};
     static const char *const splits[] = {"1", "3", "7"};
     static const int64_t shapes[][2] = {{33, 300}, {300, 33}, {3, 900}};
     uint64_t seed = tu_base_seed() + 400;
-    for (int f = 0; f < 2; f++)
+    const int nf = family_count();
+    for (int f = 0; f < nf; f++)
         for (int sp = 0; sp < 3; sp++)
             for (int s = 0; s < 3; s++) {
                 ta_case c = base_case((flashcl_dtype)((f + sp + s) % 3), shapes[s][0],
@@ -102,12 +114,13 @@ static void test_tail_order(void **state)
 {
     (void)state;
     static const char *const tails[] = {"1", "4", "100"};
-    static const char *const families[] = {"prefill", "decode"};
+    static const char *const families[] = {"prefill", "decode", "rows_vector", "decode_vector"};
     static const char *const splits[] = {"1", "3"};
     static const int64_t shapes[][3] = {{200, 200, 64}, {130, 170, 32}}; /* Sq, Sk, D */
     uint64_t seed = tu_base_seed() + 500;
+    const int nf = family_count();
     for (size_t t = 0; t < sizeof tails / sizeof tails[0]; t++)
-        for (int f = 0; f < 2; f++)
+        for (int f = 0; f < nf; f++)
             for (int sp = 0; sp < 2; sp++) {
                 const size_t s = (t + (size_t)f + (size_t)sp) % 2;
                 ta_case c = ta_new_case((flashcl_dtype)((t + (size_t)f) % 3), 3, shapes[s][0],
@@ -129,6 +142,7 @@ static void test_tail_order(void **state)
 int main(void)
 {
     g_ctx = tu_context_or_skip();
+    ta_skip_repeat_without_cpu_kernels(g_ctx);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_causal_shapes),
         cmocka_unit_test(test_windows),

@@ -1,6 +1,7 @@
 /* One small case of every attention kernel — prefill (f32 and f16, plain and causal with a
  * window), key-parallel decode (bf16, f16, f32) and the tiled decode kernel
- * (FLASHCL_ATTENTION_DECODE_LEGACY) with split-KV and the split merge, and
+ * (FLASHCL_ATTENTION_DECODE_LEGACY) with split-KV and the split merge, the two CPU kernels
+ * (where the device has them: CPUs, and Oclgrind), and
  * flashcl_attention_merge with a chained launch — checked against host_ref, small enough to run
  * under the Oclgrind simulator (out-of-bounds accesses, data races, uninitialised reads) in
  * about a minute. CTest runs it natively and, when oclgrind is installed, as
@@ -8,6 +9,7 @@
 #include "attention_check.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -63,6 +65,40 @@ static void test_decode_split(void **state)
     c.dtype = FLASHCL_F32;
     c.params.window_left = 20;
     ta_check(g_ctx, &c, tu_base_seed() + 6);
+}
+
+/* The CPU kernels (Oclgrind builds them too). fc_attn_rows_vector: a tile of 16 lanes with rows
+ * past the last, a head dim that ends inside a 16-element chunk, key blocks cut short, causal
+ * with a window and softcap, lse; then a GQA decode step through split-KV and the split merge.
+ * fc_attn_decode_vector: the same decode step, and a masked MHA case with unaligned rows. */
+static void test_cpu_kernels(void **state)
+{
+    (void)state;
+    if (!ta_cpu_kernels_device(g_ctx)) {
+        printf("CPU kernels: not on this device (built for CPU devices and Oclgrind)\n");
+        return;
+    }
+    setenv("FLASHCL_ATTENTION_FAMILY", "rows_vector", 1);
+    setenv("FLASHCL_ATTENTION_SPLITS", "1", 1);
+    ta_case c = small_case(FLASHCL_F32, 19, 27, 21);
+    c.params.causal = 1;
+    c.params.window_left = 6;
+    c.params.softcap = 4.0f;
+    c.lse_mode = 2;
+    ta_check(g_ctx, &c, tu_base_seed() + 7);
+    setenv("FLASHCL_ATTENTION_SPLITS", "2", 1);
+    c = small_case(FLASHCL_BF16, 1, 45, 16);
+    c.heads_q = 4;
+    c.lse_mode = 1;
+    ta_check(g_ctx, &c, tu_base_seed() + 8);
+    setenv("FLASHCL_ATTENTION_FAMILY", "decode_vector", 1);
+    ta_check(g_ctx, &c, tu_base_seed() + 9);
+    setenv("FLASHCL_ATTENTION_SPLITS", "1", 1);
+    c = small_case(FLASHCL_F16, 3, 30, 37);
+    c.params.causal = 1;
+    c.params.window_left = 4;
+    c.lse_mode = 2;
+    ta_check(g_ctx, &c, tu_base_seed() + 10);
 }
 
 static void test_merge(void **state)
@@ -125,6 +161,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_prefill),
         cmocka_unit_test(test_decode_split),
+        cmocka_unit_test(test_cpu_kernels),
         cmocka_unit_test(test_merge),
     };
     int failures = cmocka_run_group_tests(tests, NULL, NULL);
