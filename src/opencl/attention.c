@@ -36,10 +36,11 @@
 #define FC_ATTN_PASSES_DECODE_KEYS 66
 #define FC_ATTN_PASSES_DECODE_TILES 54
 /* The CPU kernels (cl/attention_cpu.cl): rows per work-item of fc_attn_rows_vector and of
- * fc_attn_decode_vector, the rows of a (batch, kv head) up to which AUTO takes the second (2-core
- * AVX-512 EPYC, PoCL 3.1, D128, TF/s decode / rows: 1 row f32 and f16 level or faster, up to 3x
- * where keys are contiguous; 2 rows 0.004 / 0.003; 4 rows 0.007-0.008 / 0.010; 8 rows 0.010 /
- * 0.017), the first one's keys per block, and the fewest keys of a split. */
+ * fc_attn_decode_vector, the rows of a (batch, kv head) up to which AUTO takes the second, the
+ * first one's keys per block, and the fewest keys of a split. 2-core AVX-512 EPYC, PoCL 3.1, D128
+ * decode, the second against the first: 1 row level in BSHD with 32 heads (22.3 / 22.6 ms f32,
+ * f16 faster) and 7.8x with one head, whose keys are contiguous (3.8 / 29.9 ms); 2 rows 0.004 /
+ * 0.003 TF/s; 4 rows 0.007-0.008 / 0.010; 8 rows (Hq32 Hkv4) 13.1 / 4.9 ms. */
 #define FC_ATTN_RV_ROWS 16
 #define FC_ATTN_DV_ROWS 8
 #define FC_ATTN_DV_AUTO_ROWS 2
