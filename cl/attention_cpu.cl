@@ -19,10 +19,11 @@
  *   blocks that touch a mask boundary pay for it, as in the other kernels), the online softmax
  *   per lane with exp2 (a row max of -inf used as 0), Oᵀ rescaled only when some lane's max moved.
  *
- * fc_attn_decode_vector: at most 8 rows (decode: G·Sq rows a kv head), head-dim elements in the
- *   lanes. With few rows the lanes of the kernel above would mostly idle (MHA decode: one row of
- *   16); here a key's K and V rows are loaded once as DP / 16 float16s and every row takes its
- *   score as DP / 16 FMAs and one horizontal sum, and O += p·V as DP / 16 FMAs.
+ * fc_attn_decode_vector: at most 8 rows of each of `heads` kv heads (decode: G·Sq rows a kv
+ *   head), head-dim elements in the lanes. With few rows the lanes of the kernel above would
+ *   mostly idle (MHA decode: one row of 16); here a key's K and V rows are loaded once as DP / 16
+ *   float16s and every row takes its score as DP / 16 FMAs and one horizontal sum, and O += p·V
+ *   as DP / 16 FMAs. Several kv heads a work-item keep BSHD's K and V one stream through memory.
  *
  * Both normalise once at the end; lse = (m + log2 l)·ln 2; a row with no visible key gets zeros
  * and lse = -inf. Split-KV partials go to f32 scratch exactly as the other kernels' (the host's
@@ -206,8 +207,8 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void fc_attn_rows_vector
     }
 }
 
-/* ---- fc_attn_decode_vector: at most 8 rows, head-dim elements in the lanes ---- */
-#define FC_DV_ROWS 8 /* rows per work-item */
+/* ---- fc_attn_decode_vector: head-dim elements in the lanes ---- */
+#define FC_DV_ROWS 8 /* rows of one kv head per work-item */
 
 /* Sum and max of the 16 lanes, lane by lane in a fixed order (deterministic). Written with
  * named lanes rather than .lo / .hi halves, whose shuffles Oclgrind 21.10's uninitialised-value
@@ -223,92 +224,113 @@ FC_INLINE float fc_dv_hmax(float16 v)
                 fmax(fmax(fmax(v.s8, v.s9), fmax(v.sa, v.sb)), fmax(fmax(v.sc, v.sd), fmax(v.se, v.sf))));
 }
 
+/* A row of D elements from element i, as `chunks` float16s (zero past D). */
+FC_INLINE void fc_dv_load_row(const int dt, const __global uchar *p, ulong i, int D, int chunks,
+                              __private float16 *out)
+{
+    for (int c = 0; c < chunks; c++)
+        out[c] = fc_rv_load16(dt, p, i + (ulong)(16 * c), min(16, D - 16 * c));
+}
+
+/* Private float16s of Q (and as many of O) one work-item holds: rows x chunks of 16 elements. */
+#define FC_DV_SLOTS 256
+
+/* The extra argument `heads`: kv heads per work-item (the host's grid counts (batch, group of
+ * `heads` kv heads) pairs in grid.y and groups per batch in grid.z). Packed rows are head-major
+ * within the group: row (hh, r) is row r of kv head kvh0 + hh, rows = heads x the tile's rows a
+ * head. In BSHD the K (and V) rows of one key for consecutive kv heads are adjacent, so the
+ * block's loop visits key by key and head by head within a key: one stream through memory,
+ * where a work-item per kv head would jump H·D elements from key to key (a page or more at
+ * once: the hardware prefetcher does not follow). */
 __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void fc_attn_decode_vector(
-    FC_ATTN_FORWARD_PARAMS)
+    FC_ATTN_FORWARD_PARAMS, int heads)
 {
     FC_ATTN_PLACE(pl, dims, grid, mask, FC_DV_ROWS, 0, tail)
     const int Sq = dims.x, D = dims.z, G = dims.w, dt = in_dtype;
-    const int chunks = (D + 15) / 16, nr = min(FC_DV_ROWS, pl.rows - pl.r0);
-    const ulong k_head = fc_attn_row(ks, pl.b, 0, pl.kvh), v_head = fc_attn_row(vs, pl.b, 0, pl.kvh);
-    float16 qv[FC_DV_ROWS * FC_RV_DMAX / 16], ov[FC_DV_ROWS * FC_RV_DMAX / 16]; /* [row][chunk] */
-    float m[FC_DV_ROWS], l[FC_DV_ROWS];
-    int lo[FC_DV_ROWS], hi[FC_DV_ROWS];
+    const int chunks = (D + 15) / 16, per_head = min(FC_DV_ROWS, pl.rows - pl.r0);
+    const int nr = heads * per_head, kvh0 = pl.kvh * heads;
+    float16 qv[FC_DV_SLOTS], ov[FC_DV_SLOTS]; /* [row][chunk] */
+    float m[FC_DV_SLOTS / 4], l[FC_DV_SLOTS / 4], xs[FC_DV_SLOTS / 4][16];
+    int lo[FC_DV_SLOTS / 4], hi[FC_DV_SLOTS / 4];
 
-    /* Q rows (zero past the head dim), O = 0, each row's keys */
+    /* Q rows (zero past the head dim), O = 0, each row's keys (they depend on the query only) */
     for (int r = 0; r < nr; r++) {
-        const int row = pl.r0 + r;
+        const int hh = r / per_head, row = pl.r0 + r % per_head;
         const int2 gq = fc_attn_divmod(row, Sq), keys = FC_ATTN_ROW_KEYS(pl, row, Sq, mask);
-        const ulong q_row = fc_attn_row(qs, pl.b, gq.y, pl.kvh * G + gq.x);
-        for (int c = 0; c < chunks; c++) {
-            qv[r * (FC_RV_DMAX / 16) + c] = fc_rv_load16(dt, q, q_row + (ulong)(16 * c), min(16, D - 16 * c));
-            ov[r * (FC_RV_DMAX / 16) + c] = (float16)(0.0f);
-        }
+        const ulong q_row = fc_attn_row(qs, pl.b, gq.y, (kvh0 + hh) * G + gq.x);
+        fc_dv_load_row(dt, q, q_row, D, chunks, qv + r * chunks);
+        for (int c = 0; c < chunks; c++)
+            ov[r * chunks + c] = (float16)(0.0f);
         m[r] = -INFINITY;
         l[r] = 0.0f;
         lo[r] = keys.x;
         hi[r] = keys.y;
     }
 
-    /* Blocks of 16 keys; per row the 16 scores go into the lanes of one float16, so that the
-     * scale, the mask, the block max and the exps are vector operations, and the running max,
-     * sum and O are rescaled once per block. K and V rows are read from global memory for each
-     * row (the block's rows stay in the core's cache from the first row on). */
+    /* Blocks of 16 keys. Scores key by key, and within a key head by head (the order of memory
+     * in BSHD), into xs[row][key]; then per row the 16 scores as one float16, so that the scale,
+     * the mask, the block max and the exps are vector operations, and the running max, sum and O
+     * are rescaled once per block; then O += p·V in the scores' order. */
     for (long j0 = pl.j_begin; j0 <= pl.j_end; j0 += 16) {
         const int nk = (int)min(16L, pl.j_end - j0 + 1);
-        const ulong k_blk = k_head + (ulong)(j0 * ks.y), v_blk = v_head + (ulong)(j0 * vs.y);
+        for (int t = 0; t < nk; t++)
+            for (int hh = 0; hh < heads; hh++) {
+                float16 kc[FC_RV_DMAX / 16];
+                fc_dv_load_row(dt, k, fc_attn_row(ks, pl.b, (int)(j0 + t), kvh0 + hh), D, chunks, kc);
+                for (int r = hh * per_head; r < (hh + 1) * per_head; r++) {
+                    float16 dot = (float16)(0.0f);
+                    for (int c = 0; c < chunks; c++)
+                        dot = fma(qv[r * chunks + c], kc[c], dot);
+                    xs[r][t] = fc_dv_hsum(dot);
+                }
+            }
         const int16 j = (int16)((int)j0) + (int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
         for (int r = 0; r < nr; r++) {
             const int16 hidden = (j < (int16)(lo[r])) | (j > (int16)(hi[r])) | (j >= (int16)((int)j0 + nk));
-            if (all(hidden)) continue; /* no key of the block for this row */
-            float16 x = (float16)(0.0f);
-#define FC_DV_DOT(t, lane)                                                                     \
-    {                                                                                          \
-        float16 dot = (float16)(0.0f);                                                         \
-        if ((t) < nk)                                                                          \
-            for (int c = 0; c < chunks; c++)                                                   \
-                dot = fma(qv[r * (FC_RV_DMAX / 16) + c],                                                            \
-                          fc_rv_load16(dt, k, k_blk + (ulong)((t) * ks.y + 16 * c),            \
-                                       min(16, D - 16 * c)),                                   \
-                          dot);                                                                \
-        x.lane = fc_dv_hsum(dot);                                                              \
-    }
-            FC_RV_EACH_LANE(FC_DV_DOT)
-#undef FC_DV_DOT
+            if (all(hidden)) { /* no key of the block for this row: nothing to add */
+                for (int t = 0; t < 16; t++)
+                    xs[r][t] = 0.0f;
+                continue;
+            }
+            for (int t = nk; t < 16; t++)
+                xs[r][t] = 0.0f; /* scores of keys past the block: masked below */
+            float16 x = vload16(0, xs[r]);
             x = score.y != 0.0f ? score.y * tanh(score.x * x) : score.x * x;
             x = select(x, (float16)(-INFINITY), hidden);
             const float m_new = fmax(m[r], fc_dv_hmax(x)); /* finite: a key is visible */
             if (m_new > m[r]) {
                 const float alpha = exp2(m[r] - m_new); /* 0 for the row's first keys */
                 for (int c = 0; c < chunks; c++)
-                    ov[r * (FC_RV_DMAX / 16) + c] *= alpha;
+                    ov[r * chunks + c] *= alpha;
                 l[r] *= alpha;
                 m[r] = m_new;
             }
             const float16 p = exp2(x - (float16)(m_new));
             l[r] += fc_dv_hsum(p);
-#define FC_DV_PV(t, lane)                                                                      \
-    if ((t) < nk && p.lane != 0.0f)                                                            \
-        for (int c = 0; c < chunks; c++)                                                       \
-            ov[r * (FC_RV_DMAX / 16) + c] = fma((float16)(p.lane),                                                  \
-                           fc_rv_load16(dt, v, v_blk + (ulong)((t) * vs.y + 16 * c),           \
-                                        min(16, D - 16 * c)),                                  \
-                           ov[r * (FC_RV_DMAX / 16) + c]);
-            FC_RV_EACH_LANE(FC_DV_PV)
-#undef FC_DV_PV
+            vstore16(p, 0, xs[r]); /* now the probabilities */
         }
+        for (int t = 0; t < nk; t++)
+            for (int hh = 0; hh < heads; hh++) {
+                float16 vc[FC_RV_DMAX / 16];
+                fc_dv_load_row(dt, v, fc_attn_row(vs, pl.b, (int)(j0 + t), kvh0 + hh), D, chunks, vc);
+                for (int r = hh * per_head; r < (hh + 1) * per_head; r++)
+                    if (xs[r][t] != 0.0f)
+                        for (int c = 0; c < chunks; c++)
+                            ov[r * chunks + c] = fma((float16)(xs[r][t]), vc[c], ov[r * chunks + c]);
+            }
     }
 
     /* ---- normalise once and store each row ---- */
     const int out_dt = mask.z;
     for (int r = 0; r < nr; r++) {
-        const int row = pl.r0 + r;
+        const int hh = r / per_head, row = pl.r0 + r % per_head;
         const int2 gq = fc_attn_divmod(row, Sq);
-        const int qi = gq.y, h = pl.kvh * G + gq.x;
+        const int qi = gq.y, h = (kvh0 + hh) * G + gq.x;
         const ulong orow = fc_attn_row(os, pl.b, qi, h) + (ulong)((long)pl.split * split_stride.x);
         const float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f; /* no visible key: zeros */
         float of[16];
         for (int c = 0; c < chunks; c++) {
-            vstore16(ov[r * (FC_RV_DMAX / 16) + c] * inv, 0, of);
+            vstore16(ov[r * chunks + c] * inv, 0, of);
             for (int e = 0; e < 16 && 16 * c + e < D; e += 4)
                 fc_attn_store4(out_dt, o, orow + (ulong)(16 * c + e), D - 16 * c - e, aligned & 8,
                                vload4(0, of + e));

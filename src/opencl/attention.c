@@ -44,6 +44,7 @@
 #define FC_ATTN_RV_ROWS 16
 #define FC_ATTN_DV_ROWS 8
 #define FC_ATTN_DV_AUTO_ROWS 2
+#define FC_ATTN_DV_SLOTS 256 /* its private float16s of Q: rows x 16-element chunks */
 #define FC_ATTN_RV_KEYS 8
 #define FC_ATTN_CPU_MIN_KEYS 256
 
@@ -328,6 +329,7 @@ flashcl_status fc_attn_scratch_reserve(fc_cl_context *ctx, size_t bytes)
 typedef struct fc_attn_launch {
     int family, dim_class, ntiles, nsplit, keys_per_split;
     int per_cu;                 /* work-groups a compute unit is expected to run at once */
+    int heads;                  /* kv heads a work-group takes (fc_attn_decode_vector), else 1 */
     size_t wg;
     cl_kernel kernel;
 } fc_attn_launch;
@@ -341,7 +343,7 @@ static void plan_splits(const fc_cl_context *ctx, const fc_attention_desc *d, fc
                         int64_t bn, int64_t min_blocks, int64_t split_cap, int64_t need,
                         int at_most)
 {
-    const int64_t base = d->batch * d->heads_kv * p->ntiles;
+    const int64_t base = d->batch * (d->heads_kv / p->heads) * p->ntiles;
     const int64_t target = (int64_t)ctx->dev.compute_units * p->per_cu;
     const int64_t max_split = (d->seqlen_k + min_blocks * bn - 1) / (min_blocks * bn);
     int64_t nsplit =
@@ -361,6 +363,31 @@ static void plan_splits(const fc_cl_context *ctx, const fc_attention_desc *d, fc
     kps = (kps + bn - 1) / bn * bn; /* splits start on tile boundaries */
     p->nsplit = (int)((d->seqlen_k + kps - 1) / kps);
     p->keys_per_split = p->nsplit > 1 ? (int)kps : (int)d->seqlen_k;
+}
+
+/* Kv heads a work-group of fc_attn_decode_vector takes (cl/attention_cpu.cl): where one key's K
+ * and V rows of consecutive kv heads lie closer than a head's consecutive keys (BSHD), as many as
+ * divide Hkv, fit its private rows (64, and 256 float16s of Q) and still leave the splits work
+ * for every core; else one. FLASHCL_ATTENTION_CPU_HEADS=n forces n (a divisor of Hkv that fits;
+ * tests). */
+static int cpu_decode_heads(const fc_cl_context *ctx, const fc_attention_desc *d, int64_t rows)
+{
+    const int64_t tile = rows < FC_ATTN_DV_ROWS ? rows : FC_ATTN_DV_ROWS;
+    const int64_t chunks = (d->head_dim + 15) / 16;
+    const int64_t fit = FC_ATTN_DV_SLOTS / chunks < 64 ? FC_ATTN_DV_SLOTS / chunks : 64;
+    const int64_t splits = (d->seqlen_k + FC_ATTN_CPU_MIN_KEYS - 1) / FC_ATTN_CPU_MIN_KEYS;
+    const int64_t target = (int64_t)ctx->dev.compute_units * 4;
+    const long forced = fc_env_long("FLASHCL_ATTENTION_CPU_HEADS", 0);
+    int64_t h, best = 1;
+    const int interleaved = llabs(d->k_strides[2]) < llabs(d->k_strides[1]) &&
+                            llabs(d->v_strides[2]) < llabs(d->v_strides[1]);
+    for (h = 1; h <= d->heads_kv; h++) {
+        if (d->heads_kv % h != 0 || h * tile > fit) continue;
+        if (forced > 0 ? h == forced
+                       : interleaved && d->batch * (d->heads_kv / h) * splits >= target)
+            best = h;
+    }
+    return (int)best;
 }
 
 /* Chooses the family (decode when the rows of a kv head fit in four small decode tiles: their
@@ -387,6 +414,7 @@ static flashcl_status plan_forward(fc_cl_context *ctx, const fc_attention_desc *
     int use_mma = 0;
 
     memset(p, 0, sizeof *p);
+    p->heads = 1;
     p->dim_class = d->head_dim <= 64 ? 0 : d->head_dim <= 128 ? 1 : 2;
     pk = ak->forward[FC_ATTN_PREFILL][p->dim_class][d->dtype];
     dk = ak->forward[FC_ATTN_DECODE][p->dim_class][d->dtype]; /* NULL when not built */
@@ -442,6 +470,7 @@ static flashcl_status plan_forward(fc_cl_context *ctx, const fc_attention_desc *
         const int dims_in_lanes =
             force ? !strcmp(force, "decode_vector") : rows <= FC_ATTN_DV_AUTO_ROWS;
         p->kernel = dims_in_lanes ? ak->decode_vector : ak->rows_vector;
+        if (dims_in_lanes) p->heads = cpu_decode_heads(ctx, d, rows);
         p->wg = 1;
         tile_r = dims_in_lanes ? FC_ATTN_DV_ROWS : FC_ATTN_RV_ROWS;
         bn = FC_ATTN_RV_KEYS;
@@ -550,7 +579,8 @@ flashcl_status fc_cl_attention_forward(void *opaque, const fc_attention_desc *d)
      * f16 causal tensor-core kernel, TF/s against the pair-after-pair order (2026-11-25): D 128
      * S512 167-168 vs 159-160, S1024 209-210 vs 197-198, S4096 252 vs 236-238, S8192 260-262
      * vs 247-249; D 64 S2048 233 vs 224, S4096 250-254 vs 243-246, S512 unchanged. */
-    tail = (int)fc_attention_tail_pairs(d, p.ntiles, (int64_t)ctx->dev.compute_units * p.per_cu,
+    tail = p.kernel == ctx->attention.decode_vector ? 0 : /* a few rows a head: no causal tail */
+           (int)fc_attention_tail_pairs(d, p.ntiles, (int64_t)ctx->dev.compute_units * p.per_cu,
                                         p.nsplit, "FLASHCL_ATTENTION_NO_TAIL_ORDER",
                                         "FLASHCL_ATTENTION_TAIL_HEADS");
 
@@ -578,7 +608,8 @@ flashcl_status fc_cl_attention_forward(void *opaque, const fc_attention_desc *d)
         aligned |= fc_attn_rows_aligned(ctx, d->o_offset, d->dtype, d->o_strides, 3, 4) << 3;
     }
     dims = fc_attn_int4(d->seqlen_q, d->seqlen_k, D, d->heads_q / d->heads_kv);
-    grid = fc_attn_int4(p.ntiles, d->batch * d->heads_kv, d->heads_kv, p.keys_per_split);
+    grid = fc_attn_int4(p.ntiles, d->batch * (d->heads_kv / p.heads), d->heads_kv / p.heads,
+                        p.keys_per_split);
     mask = fc_attn_int4(d->window_left, wr, split ? FLASHCL_F32 : d->dtype, split || d->lse_mem);
     if (d->softcap > 0.0f) { /* softcap·tanh(scale·s / softcap), in log2 units */
         score.s[0] = d->scale / d->softcap;
@@ -607,7 +638,10 @@ flashcl_status fc_cl_attention_forward(void *opaque, const fc_attention_desc *d)
     fc_attn_arg(&a, sizeof score, &score), fc_attn_arg(&a, sizeof split_stride, &split_stride);
     fc_attn_arg(&a, sizeof aligned, &aligned), fc_attn_arg(&a, sizeof in_dtype, &in_dtype);
     fc_attn_arg(&a, sizeof tail, &tail);
-    st = fc_attn_enqueue(ctx, &a, (size_t)p.ntiles * (size_t)(d->batch * d->heads_kv) * (size_t)p.nsplit,
+    if (p.kernel == ctx->attention.decode_vector) fc_attn_arg(&a, sizeof p.heads, &p.heads);
+    st = fc_attn_enqueue(ctx, &a,
+                         (size_t)p.ntiles * (size_t)(d->batch * (d->heads_kv / p.heads)) *
+                             (size_t)p.nsplit,
                  p.wg);
     if (st != FLASHCL_SUCCESS || !split) goto done;
 

@@ -70,7 +70,8 @@ static void test_decode_split(void **state)
 /* The CPU kernels (Oclgrind builds them too). fc_attn_rows_vector: a tile of 16 lanes with rows
  * past the last, a head dim that ends inside a 16-element chunk, key blocks cut short, causal
  * with a window and softcap, lse; then a GQA decode step through split-KV and the split merge.
- * fc_attn_decode_vector: the same decode step, and a masked MHA case with unaligned rows. */
+ * fc_attn_decode_vector: the same decode step, a masked MHA case with unaligned rows, and two kv
+ * heads a work-item. */
 static void test_cpu_kernels(void **state)
 {
     (void)state;
@@ -99,6 +100,13 @@ static void test_cpu_kernels(void **state)
     c.params.window_left = 4;
     c.lse_mode = 2;
     ta_check(g_ctx, &c, tu_base_seed() + 10);
+    /* two kv heads a work-item (BSHD): GQA 2:1, so 4 rows, through two splits */
+    c = ta_new_case(FLASHCL_F32, 1, 1, 40, 4, 2, 24);
+    c.lse_mode = 1;
+    setenv("FLASHCL_ATTENTION_CPU_HEADS", "2", 1);
+    setenv("FLASHCL_ATTENTION_SPLITS", "2", 1);
+    ta_check(g_ctx, &c, tu_base_seed() + 11);
+    unsetenv("FLASHCL_ATTENTION_CPU_HEADS");
 }
 
 static void test_merge(void **state)
