@@ -407,6 +407,8 @@ static flashcl_status plan_forward(fc_cl_context *ctx, const fc_attention_desc *
     int64_t tile_r, min_blocks = 2, need = 1;
     int64_t split_cap = FC_ATTN_MAX_SPLITS;
     const char *force = getenv("FLASHCL_ATTENTION_FAMILY");
+    const int force_cpu = /* a CPU kernel's family (cl/attention_cpu.cl) */
+        force && (!strcmp(force, "rows_vector") || !strcmp(force, "decode_vector"));
     const int legacy = fc_attn_decode_legacy();
     cl_kernel pk, dk, kk, kk4, dec;
     const fc_attn_tile *tile;
@@ -452,15 +454,13 @@ static flashcl_status plan_forward(fc_cl_context *ctx, const fc_attention_desc *
     tile_r = tile_rows(tile);
     bn = tile_keys(tile);
     p->per_cu = p->family == FC_ATTN_DECODE ? 8 : 2;
-    if (force && (!strcmp(force, "rows_vector") || !strcmp(force, "decode_vector")) &&
-        !ak->rows_vector)
+    if (force_cpu && !ak->rows_vector)
         return fc_fail(FLASHCL_UNSUPPORTED,
                        "FLASHCL_ATTENTION_FAMILY=%s: the CPU kernels are built for CPU devices "
                        "(but Mesa's llvmpipe) and Oclgrind only, and '%s' is none of them",
                        force, ctx->dev.info.name);
     if (ak->rows_vector && d->head_dim <= 256 &&
-        (force ? !strcmp(force, "rows_vector") || !strcmp(force, "decode_vector")
-               : !fc_env_flag("FLASHCL_ATTENTION_NO_CPU_KERNELS"))) {
+        (force ? force_cpu : !fc_env_flag("FLASHCL_ATTENTION_NO_CPU_KERNELS"))) {
         /* CPUs (cl/attention_cpu.cl): at most 2 rows a (batch, kv head), decode, on the kernel
          * with the head dim in its lanes, else on the one with 16 rows in its lanes; split
          * across the cores where the (batch, kv head, tile) items alone are too few, in splits

@@ -134,12 +134,13 @@ flashcl_status fc_cl_attention_create_kernels(fc_cl_context *ctx, cl_program pro
         if (st == FLASHCL_SUCCESS) st = fc_attn_async_create_kernels(ctx, program, part);
         if (st == FLASHCL_SUCCESS && part == FC_PART_ALL_DTYPES)
             st = fc_attn_merge_create_kernels(ctx, program);
-        if (st == FLASHCL_SUCCESS && part == fc_attn_cpu_part(&ctx->dev))
+        if (st == FLASHCL_SUCCESS && part == fc_attn_cpu_part(&ctx->dev)) {
             st = fc_attn_create_kernel_for_wg(ctx, program, "fc_attn_rows_vector", 1,
                                               &ak->rows_vector);
-        if (st == FLASHCL_SUCCESS && part == fc_attn_cpu_part(&ctx->dev))
-            st = fc_attn_create_kernel_for_wg(ctx, program, "fc_attn_decode_vector", 1,
-                                              &ak->decode_vector);
+            if (st == FLASHCL_SUCCESS)
+                st = fc_attn_create_kernel_for_wg(ctx, program, "fc_attn_decode_vector", 1,
+                                                  &ak->decode_vector);
+        }
     }
     if (st != FLASHCL_SUCCESS) fc_cl_attention_release_kernels(ctx, part);
     return st;

@@ -156,10 +156,9 @@ typedef struct fc_attention_kernels {
     cl_kernel mma_ring[FC_ATTN_MMA_CLASSES][2]; /* ... with a deeper ring: long key ranges */
     cl_kernel mma_f32[FC_ATTN_MMA_CLASSES]; /* f32 by 3xTF32 (attention_mma_tf32x3.cl) */
     int mma_warps;              /* warps per work-group the mma kernels were built for */
-    cl_kernel rows_vector;      /* CPUs (cl/attention_cpu.cl): 16 rows a work-item in float16
-                                   lanes, and at most 8 with the head dim in the lanes (decode);
-                                   NULL where not built */
-    cl_kernel decode_vector;
+    /* CPUs (cl/attention_cpu.cl; NULL where not built, both or neither): */
+    cl_kernel rows_vector;      /* 16 rows a work-item in float16 lanes */
+    cl_kernel decode_vector;    /* up to 8 rows of each of several kv heads, head dim in lanes */
     cl_kernel split_merge;      /* split-KV partials (f32 scratch) -> o, lse */
     size_t split_merge_wg;      /* its work-group (attention_merge.c) */
     cl_kernel merge;            /* up to 4 partial (o, lse) -> o, lse (flashcl_attention_merge) */

@@ -1,9 +1,10 @@
 /* Masks and score options: causal with Sq = Sk, Sq < Sk and Sq > Sk (whose top rows see no key:
  * zeros and lse = -inf), sliding windows (left, right, both, combined with causal, empty), softcap,
  * negative and tiny scales, and the same masked problems forced through every kernel family (the
- * CPU kernels too, where the device has them) and through split-KV (FLASHCL_ATTENTION_FAMILY / FLASHCL_ATTENTION_SPLITS, read at every call), so
- * that diagonal tiles, skipped tiles and splits without visible keys are all exercised; and
- * causal problems under every order of the work-groups' tiles (forced tail counts). */
+ * CPU kernels too, where the device has them) and through split-KV (FLASHCL_ATTENTION_FAMILY /
+ * FLASHCL_ATTENTION_SPLITS, read at every call), so that diagonal tiles, skipped tiles and splits
+ * without visible keys are all exercised; and causal problems under every order of the
+ * work-groups' tiles (forced tail counts). */
 #include "attention_check.h"
 
 #include <stdio.h>
