@@ -37,13 +37,22 @@
 #define FC_ATTN_PASSES_DECODE_TILES 54
 /* The CPU kernels (cl/attention_cpu.cl): rows per work-item of fc_attn_rows_vector and of
  * fc_attn_decode_vector, the rows of a (batch, kv head) up to which AUTO takes the second, the
- * first one's keys per block, and the fewest keys of a split. 2-core AVX-512 EPYC, PoCL 3.1, D128
- * decode, the second against the first: 1 row level in BSHD with 32 heads (22.3 / 22.6 ms f32,
- * f16 faster) and 7.8x with one head, whose keys are contiguous (3.8 / 29.9 ms); 2 rows 0.004 /
- * 0.003 TF/s; 4 rows 0.007-0.008 / 0.010; 8 rows (Hq32 Hkv4) 13.1 / 4.9 ms. */
+ * first one's keys per block, and the fewest keys of a split. AUTO gives the second every
+ * (batch, kv head) of up to 4 rows: decode GQA groups of 4 (Llama-3 8B, Mistral 7B) or fewer.
+ * The rule was 2 rows, set before that kernel streamed several kv heads a work-item
+ * (cpu_decode_heads; 8 rows took 13.1 ms against 4.9 then). D128 decode in BSHD, the second
+ * against the first, ms, min / median of 5 alternating runs (2026-12-06, bench/results/
+ * 2026-12-06-session36.md). 2-core AVX-512 EPYC, PoCL 3.1, whose timings move by up to 2x, two
+ * such sets: 4 rows (Hq32 Hkv8 Sk4096) f32 2.32 / 3.21 against 4.56 / 6.38 and 3.14 / 3.89
+ * against 4.24 / 4.66, f16 2.71 / 3.30 against 2.96 / 4.81 and 2.61 / 3.79 against 2.82 / 5.12;
+ * 8 rows (Hkv4 Sk8192) f32 faster (4.62 / 5.91 against 5.49 / 6.69, 3.48 / 6.45 against
+ * 4.82 / 7.92) but f16 level or slower (3.69 / 5.04 against 3.41 / 5.30, 3.24 / 5.55 against
+ * 2.60 / 3.63); 16 rows the first clearly (1.59 / 2.46 against 0.86 / 0.90). 16-core Xeon,
+ * PoCL 5 (the lent GPU machine's host), three runs: 4 rows 0.62-0.83 against 0.73-1.23, 8 rows
+ * level (0.77-1.13 against 0.80-0.95). */
 #define FC_ATTN_RV_ROWS 16
 #define FC_ATTN_DV_ROWS 8
-#define FC_ATTN_DV_AUTO_ROWS 2
+#define FC_ATTN_DV_AUTO_ROWS 4
 #define FC_ATTN_DV_SLOTS 256 /* its private float16s of Q: rows x 16-element chunks */
 #define FC_ATTN_RV_KEYS 8
 #define FC_ATTN_CPU_MIN_KEYS 256
@@ -461,7 +470,7 @@ static flashcl_status plan_forward(fc_cl_context *ctx, const fc_attention_desc *
                        force, ctx->dev.info.name);
     if (ak->rows_vector && d->head_dim <= 256 &&
         (force ? force_cpu : !fc_env_flag("FLASHCL_ATTENTION_NO_CPU_KERNELS"))) {
-        /* CPUs (cl/attention_cpu.cl): at most 2 rows a (batch, kv head), decode, on the kernel
+        /* CPUs (cl/attention_cpu.cl): at most 4 rows a (batch, kv head), decode, on the kernel
          * with the head dim in its lanes, else on the one with 16 rows in its lanes; split
          * across the cores where the (batch, kv head, tile) items alone are too few, in splits
          * of at least 256 keys, since each costs a partial and the merge. 2-core AVX-512 EPYC,
