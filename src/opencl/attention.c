@@ -48,8 +48,8 @@
  * 8 rows (Hkv4 Sk8192) f32 faster (4.62 / 5.91 against 5.49 / 6.69, 3.48 / 6.45 against
  * 4.82 / 7.92) but f16 level or slower (3.69 / 5.04 against 3.41 / 5.30, 3.24 / 5.55 against
  * 2.60 / 3.63); 16 rows the first clearly (1.59 / 2.46 against 0.86 / 0.90). 16-core Xeon,
- * PoCL 5 (the lent GPU machine's host), three runs: 4 rows 0.62-0.83 against 0.73-1.23, 8 rows
- * level (0.77-1.13 against 0.80-0.95). */
+ * PoCL 5 (the lent GPU machine's host), three to four runs: 4 rows f32 0.62-0.73 against
+ * 0.73-1.23, 8 rows level (f32 0.81-1.13 against 0.80-0.95, f16 0.79-0.97 against 0.75-1.13). */
 #define FC_ATTN_RV_ROWS 16
 #define FC_ATTN_DV_ROWS 8
 #define FC_ATTN_DV_AUTO_ROWS 4
