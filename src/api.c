@@ -151,9 +151,19 @@ static long choose_device(const fc_device_slot *slots, size_t n,
             if (backend_allowed(o->backend, &slots[i]) &&
                 fc_contains_nocase(slots[i].info.name, o->device_match))
                 return (long)i;
-        fc_fail(*st, "no %s device name contains '%s'",
-                o->backend == FLASHCL_BACKEND_AUTO ? "" : backend_name(o->backend),
-                o->device_match);
+        {
+            /* Name what there is, so that a typo or the wrong backend shows at once. */
+            char names[512] = "";
+            size_t used = 0;
+            for (i = 0; i < n && used < sizeof names; i++)
+                if (backend_allowed(o->backend, &slots[i]))
+                    used += (size_t)snprintf(names + used, sizeof names - used, "%s'%s'",
+                                             used ? ", " : "", slots[i].info.name);
+            fc_fail(*st, "no %s%sdevice name contains '%s' (devices: %s)",
+                    o->backend == FLASHCL_BACKEND_AUTO ? "" : backend_name(o->backend),
+                    o->backend == FLASHCL_BACKEND_AUTO ? "" : " ", o->device_match,
+                    used ? names : "none");
+        }
         return -1;
     }
     for (i = 0; i < n; i++)

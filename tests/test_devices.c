@@ -244,7 +244,9 @@ static void test_device_match(void **state)
     ctx = NULL;
     st = flashcl_context_create(&o, &ctx);
     assert_int_equal(st, FLASHCL_DEVICE_NOT_FOUND);
-    assert_true(strlen(flashcl_last_error()) > 0);
+    /* the message names what was asked and what there is */
+    assert_non_null(strstr(flashcl_last_error(), "'no-such-device-xq7z'"));
+    assert_non_null(strstr(flashcl_last_error(), g_devs[0].name));
 }
 
 static void test_env_device(void **state)
