@@ -9,7 +9,8 @@
  * operation that the compiler maps onto the CPU's SIMD registers, and nothing is shared:
  *   pass 1  m = max(s) over the row (s = x * scale);
  *   pass 2  d = sum(exp(s - m)); softmax into an f32 y keeps exp(s - m) in y;
- *   pass 3  y = exp(s - m) / d (read back from y where pass 2 kept it, else recomputed from x),
+ *   pass 3  y = exp(s - m) / d (read back from y, or private memory, where pass 2 kept it, else
+ *           recomputed from x),
  *           or y = (s - m) - log(d).
  * A row's three passes run back to back on one core, so passes 2 and 3 read it from that core's
  * cache when it fits there (a 4096-column f32 row is 16 KiB). The lanes keep separate partial
@@ -30,6 +31,10 @@
 #endif
 
 #if FC_ROWS_VECTOR
+
+/* The longest row whose exponentials a work-item keeps in private memory for a 16-bit output
+ * (see fc_rows_vector). */
+#define FC_RV_KEPT 4096
 
 /* 16 elements j .. j + 15 of a row as floats. */
 FC_INLINE float16 fc_vload16(const int dt, const __global void *row, uint j)
@@ -121,9 +126,15 @@ FC_INLINE void fc_rows_vector(const int xdt, const int ydt, const __global void 
         return;
     const __global void *xr = fc_row(xdt, x, x_off + row * x_stride);
     __global void *yr = fc_row_w(ydt, y, y_off + row * y_stride);
-    /* Softmax into f32 keeps exp(s - m) in y between passes 2 and 3 (one exp per element);
-     * 16-bit outputs would round it, so their pass 3 recomputes it from x. */
+    /* Softmax into f32 keeps exp(s - m) in y between passes 2 and 3 (one exp per element).
+     * 16-bit outputs would round it: rows of up to FC_RV_KEPT columns keep it in private memory
+     * (16 KiB, the core's cache) instead, and longer rows recompute it from x in pass 3. The exp
+     * is about a third of the kernel's time: 4096 x 1024 f16 took 1.60 ms against 2.26 with pass 3
+     * recomputing it (2-core AVX-512 EPYC, PoCL 3.1, min of 15 alternating runs in one process,
+     * bench/results/2026-12-06-session36.md). */
     const int keep = !log_mode && ydt == FC_F32;
+    const int kept = !log_mode && !keep && cols <= FC_RV_KEPT;
+    float16 e_kept[FC_RV_KEPT / 16];
 
     float16 m16 = (float16)(-INFINITY);
     for (uint j = 0; j < cols; j += 16)
@@ -140,6 +151,8 @@ FC_INLINE void fc_rows_vector(const int xdt, const int ydt, const __global void 
         d16 = sum;
         if (keep)
             fc_row_store16(FC_F32, yr, j, cols, e);
+        else if (kept)
+            e_kept[j / 16] = e;
     }
     const float d = fc_sum16(d16) - fc_sum16(lost16);
 
@@ -150,8 +163,9 @@ FC_INLINE void fc_rows_vector(const int xdt, const int ydt, const __global void 
     } else {
         const float inv_d = 1.0f / d;
         for (uint j = 0; j < cols; j += 16) {
-            const float16 e = keep ? fc_row_s16(FC_F32, yr, j, cols, 1.0f)
-                                   : exp(fc_row_s16(xdt, xr, j, cols, scale) - m);
+            const float16 e = keep   ? fc_row_s16(FC_F32, yr, j, cols, 1.0f)
+                              : kept ? e_kept[j / 16]
+                                     : exp(fc_row_s16(xdt, xr, j, cols, scale) - m);
             fc_row_store16(ydt, yr, j, cols, e * inv_d);
         }
     }
