@@ -40,16 +40,15 @@
  * first one's keys per block, and the fewest keys of a split. AUTO gives the second every
  * (batch, kv head) of up to 4 rows: decode GQA groups of 4 (Llama-3 8B, Mistral 7B) or fewer.
  * The rule was 2 rows, set before that kernel streamed several kv heads a work-item
- * (cpu_decode_heads; 8 rows took 13.1 ms against 4.9 then). D128 decode in BSHD, the second
- * against the first, ms, min / median of 5 alternating runs (2026-12-06, bench/results/
- * 2026-12-06-session36.md). 2-core AVX-512 EPYC, PoCL 3.1, whose timings move by up to 2x, two
- * such sets: 4 rows (Hq32 Hkv8 Sk4096) f32 2.32 / 3.21 against 4.56 / 6.38 and 3.14 / 3.89
- * against 4.24 / 4.66, f16 2.71 / 3.30 against 2.96 / 4.81 and 2.61 / 3.79 against 2.82 / 5.12;
- * 8 rows (Hkv4 Sk8192) f32 faster (4.62 / 5.91 against 5.49 / 6.69, 3.48 / 6.45 against
- * 4.82 / 7.92) but f16 level or slower (3.69 / 5.04 against 3.41 / 5.30, 3.24 / 5.55 against
- * 2.60 / 3.63); 16 rows the first clearly (1.59 / 2.46 against 0.86 / 0.90). 16-core Xeon,
- * PoCL 5 (the lent GPU machine's host), three to four runs: 4 rows f32 0.62-0.73 against
- * 0.73-1.23, 8 rows level (f32 0.81-1.13 against 0.80-0.95, f16 0.79-0.97 against 0.75-1.13). */
+ * (cpu_decode_heads; 8 rows took 13.1 ms against 4.9 then). The second against the first, ms,
+ * min of 9 rounds alternating the two call by call in one process (2-core AVX-512 EPYC, PoCL 3.1,
+ * 2026-12-06, bench/results/2026-12-06-session36.md): 4 rows faster on every shape tried -- B1
+ * Hq32 Hkv8 Sk4096 D128 f32 2.31 against 4.07, f16 1.96 against 3.09, Sk16384 bf16 6.71 against
+ * 17.19, B8 Sk1024 4.17 against 6.78, D64 Sq2 (Hq16 Hkv8) 2.32 against 4.37, D256 1.40 against
+ * 1.96; 8 rows mixed -- Hkv4 Sk8192 f32 3.13 against 4.65, but B2 Hq64 Hkv8 Sk4096 11.84 against
+ * 10.82 and Hq32 Hkv8 Sq2 11.34 against 9.84 --; 16 rows the first's (Hkv2 1.50 against 0.94).
+ * 16-core Xeon, PoCL 5 (the lent GPU machine's host), runs of the bench: 4 rows f32 0.62-0.73
+ * against 0.73-1.23, 8 rows level. */
 #define FC_ATTN_RV_ROWS 16
 #define FC_ATTN_DV_ROWS 8
 #define FC_ATTN_DV_AUTO_ROWS 4
