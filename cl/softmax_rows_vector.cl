@@ -33,8 +33,12 @@
 #if FC_ROWS_VECTOR
 
 /* The longest row whose exponentials a work-item keeps in private memory for a 16-bit output
- * (see fc_rows_vector). */
-#define FC_RV_KEPT 4096
+ * (see fc_rows_vector): 256 KiB, a core's L2, which covers the vocabularies of GPT-2 (50257) and
+ * of Llama 2 (32000). Against 4096 (2-core AVX-512 EPYC, PoCL 3.1, ms, min of 11-15 alternating
+ * runs in one process): 64 x 65536 f16 1.72 against 2.21, 256 x 16384 f16 1.90 against 2.48
+ * (16384: 1.91), 512 x 8192 bf16 2.58 against 3.28; rows of up to 4096 columns level (4096 x 1024
+ * f16 1.62 against 1.60), and so are longer ones, which recompute (16 x 262144 bf16 2.70). */
+#define FC_RV_KEPT 65536
 
 /* 16 elements j .. j + 15 of a row as floats. */
 FC_INLINE float16 fc_vload16(const int dt, const __global void *row, uint j)
@@ -128,7 +132,7 @@ FC_INLINE void fc_rows_vector(const int xdt, const int ydt, const __global void 
     __global void *yr = fc_row_w(ydt, y, y_off + row * y_stride);
     /* Softmax into f32 keeps exp(s - m) in y between passes 2 and 3 (one exp per element).
      * 16-bit outputs would round it: rows of up to FC_RV_KEPT columns keep it in private memory
-     * (16 KiB, the core's cache) instead, and longer rows recompute it from x in pass 3. The exp
+     * (the core's cache) instead, and longer rows recompute it from x in pass 3. The exp
      * is about a third of the kernel's time: 4096 x 1024 f16 took 1.60 ms against 2.26 with pass 3
      * recomputing it (2-core AVX-512 EPYC, PoCL 3.1, min of 15 alternating runs in one process,
      * bench/results/2026-12-06-session36.md). */
