@@ -1,5 +1,6 @@
 /* flashcl_softmax with the default variant choice (AUTO): all 9 (x, y) dtype pairs x
- * cols in {1, 2, 3, 127, 1000, 1023, 1025, 4097, 65537, 1<<20} x rows in {1, 3, 17, 300, 20000}
+ * cols in {1, 2, 3, 127, 1000, 1023, 1025, 4097, 65536, 65537, 1<<20} x rows in {1, 3, 17, 300,
+ * 20000} (65536: the longest row whose exponentials the CPU kernel keeps, cl/softmax_rows_vector.cl)
  * (combinations above 3.2M elements left out: 20000 rows only for small cols, 2 x 1<<20 at
  * most), each with a layout drawn at random from a per-case seed: row pads (0 or odd) on x and
  * y, element offsets, an exact-fit or padded buffer end, scale 0 / 0.37 / -1.5, log on/off, in
@@ -12,7 +13,7 @@
 
 static flashcl_context *g_ctx;
 
-static const int64_t k_cols[] = {1, 2, 3, 127, 1000, 1023, 1025, 4097, 65537, 1 << 20};
+static const int64_t k_cols[] = {1, 2, 3, 127, 1000, 1023, 1025, 4097, 65536, 65537, 1 << 20};
 static const int64_t k_rows[] = {1, 3, 17, 300, 20000};
 #define ELEM_BUDGET ((int64_t)3200000)
 
