@@ -582,6 +582,8 @@ flashcl_status fc_cl_attention_forward(void *opaque, const fc_attention_desc *d)
     flashcl_status st = plan_forward(ctx, d, &p);
     if (st != FLASHCL_SUCCESS) return st;
     split = p.nsplit > 1;
+    /* (batch, group of p.heads kv heads) pairs: the grid's second dimension */
+    const int64_t head_groups = d->batch * (d->heads_kv / p.heads);
     /* The causal tail order (src/attention_tail.h), with per_cu work-groups a compute unit for
      * the blocks the device runs at once (OpenCL has no occupancy query). H100, NVIDIA OpenCL,
      * f16 causal tensor-core kernel, TF/s against the pair-after-pair order (2026-11-25): D 128
@@ -616,8 +618,7 @@ flashcl_status fc_cl_attention_forward(void *opaque, const fc_attention_desc *d)
         aligned |= fc_attn_rows_aligned(ctx, d->o_offset, d->dtype, d->o_strides, 3, 4) << 3;
     }
     dims = fc_attn_int4(d->seqlen_q, d->seqlen_k, D, d->heads_q / d->heads_kv);
-    grid = fc_attn_int4(p.ntiles, d->batch * (d->heads_kv / p.heads), d->heads_kv / p.heads,
-                        p.keys_per_split);
+    grid = fc_attn_int4(p.ntiles, head_groups, d->heads_kv / p.heads, p.keys_per_split);
     mask = fc_attn_int4(d->window_left, wr, split ? FLASHCL_F32 : d->dtype, split || d->lse_mem);
     if (d->softcap > 0.0f) { /* softcap·tanh(scale·s / softcap), in log2 units */
         score.s[0] = d->scale / d->softcap;
@@ -647,10 +648,8 @@ flashcl_status fc_cl_attention_forward(void *opaque, const fc_attention_desc *d)
     fc_attn_arg(&a, sizeof aligned, &aligned), fc_attn_arg(&a, sizeof in_dtype, &in_dtype);
     fc_attn_arg(&a, sizeof tail, &tail);
     if (p.kernel == ctx->attention.decode_vector) fc_attn_arg(&a, sizeof p.heads, &p.heads);
-    st = fc_attn_enqueue(ctx, &a,
-                         (size_t)p.ntiles * (size_t)(d->batch * (d->heads_kv / p.heads)) *
-                             (size_t)p.nsplit,
-                 p.wg);
+    st = fc_attn_enqueue(ctx, &a, (size_t)p.ntiles * (size_t)head_groups * (size_t)p.nsplit,
+                         p.wg);
     if (st != FLASHCL_SUCCESS || !split) goto done;
 
     {   /* combine the splits' partials into o and lse */
