@@ -138,8 +138,17 @@ typedef struct fc_merge_args {
  *   S16384 473-477 vs 439-450. At D = 64 the same kernel (two warpgroups, one block per SM)
  *   lost to wgmma_d64w1b3 (S512 218-221 vs 246, S4096 295-299 vs 333) and was not kept. Pipe 4
  *   (wgmma_d128pppc) is its causal instantiation (per-tile key blocks, a snake order of tiles),
- *   taken for causal calls with Sq <= Sk <= 1024 and one split (persistent_kinds). */
+ *   taken for causal calls with Sq <= Sk <= 1024 and one split (persistent_kinds).
+ *   Pipe 5 (wgmma_d64w1b3_persistent, cuda/attention_wgmma_persistent_w1.cuh) is wgmma_d64w1b3
+ *   made persistent (three one-warpgroup blocks per SM walking row blocks, the K/V ring and the
+ *   next Q running on across them; 168 registers, no spill), for unmasked calls at D <= 64;
+ *   masked ones keep wgmma_d64w1b3 (or wgmma_d64w1k64). With the per-row-block arithmetic of both
+ *   persistent kernels made 32-bit (ncu had the integer pipe busiest at 48 % issue), H100, f16,
+ *   non-causal, TF/s against wgmma_d64w1b3 and FA2 in the same run (2026-12-06, session 37):
+ *   S512 282-285 vs 244-247 (FA2 242-254), S2048 338-350 vs 303-309, S8192 370-385 vs 305-322;
+ *   wgmma_d128ppp S512 328-330 (FA2 285-288). */
 #define FC_ATTENTION_WGMMA_CONFIGS(X)    \
+    X(wgmma_d64w1b3_persistent, 64, 128, 1, 5, 3) \
     X(wgmma_d64w1b3, 64, 128, 1, 0, 3)   \
     X(wgmma_d128ppp, 128, 128, 2, 3, 1)  \
     X(wgmma_d128pppc, 128, 128, 2, 4, 1) \
@@ -152,7 +161,7 @@ typedef struct fc_merge_args {
 /* Dynamic shared memory of a configuration: Q, the ring slots of K + V (16-bit; three with the
  * pingpong schedule, pipe 2, else two), and 1024 bytes of slack for aligning the start to the
  * 1024-byte swizzle atoms. */
-#define FC_ATTENTION_WGMMA_SLOTS(pipe) ((pipe) >= 2 ? 3 : 2)
+#define FC_ATTENTION_WGMMA_SLOTS(pipe) ((pipe) >= 2 && (pipe) <= 4 ? 3 : 2)
 #define FC_ATTENTION_WGMMA_SMEM(pad, keys, wgs, pipe) \
     ((FC_ATTENTION_WGMMA_ROWS_PER_WG * (wgs) + FC_ATTENTION_WGMMA_SLOTS(pipe) * 2 * (keys)) * (pad) * 2 + 1024)
 

@@ -82,10 +82,70 @@ FC_DEVICE persistent_keys persistent_keys_of(const fc_attention_args &a, int r0,
     return k;
 }
 
+/* This thread's copies (cp.async, not committed) of tile x's Q: ROWS packed rows into the
+ * 128B-swizzled tile at smem. The thread index is read afresh: otherwise the compiler keeps this
+ * thread's chunk offsets live through every tile's bursts, and spills them. */
+template <int ROWS, int DP, int THREADS>
+FC_DEVICE void persistent_load_q(const fc_attention_args &a, unsigned char *smem, int x) {
+    constexpr int CHUNKS = DP / 8;
+    const persistent_tile tile = persistent_tile_at(a, ROWS, x);
+    const int packed = (int)(a.seqlen_q * a.group), group = a.group;
+    unsigned tid;
+    asm volatile("mov.u32 %0, %%tid.x;\n" : "=r"(tid));
+    const char *q = reinterpret_cast<const char *>(a.q) +
+                    ((int64_t)tile.b * a.q_strides[0] + (int64_t)tile.kv_head * group * a.q_strides[2]) * 2;
+#pragma unroll
+    for (int it = 0; it < ROWS * CHUNKS / THREADS; it++) {
+        const int idx = it * THREADS + (int)tid, r = idx / CHUNKS, c = idx % CHUNKS;
+        const int R = tile.r0 + r, i = R / group, h = R - i * group;
+        const bool ok = R < packed && c * 8 < a.head_dim;
+        const char *src = q + ((int64_t)i * a.q_strides[1] + (int64_t)h * a.q_strides[2]) * 2 + c * 16;
+        cp_async16(smem + sw128_offset<ROWS>(r, c), ok ? src : reinterpret_cast<const char *>(a.q), ok);
+    }
+}
+
+/* o and lse of warp `warp`'s 16 rows of tile x (of `rows` packed rows), normalised, straight
+ * from registers (mma's accumulator layout), with 32-bit row arithmetic. */
+template <int DT, int DT8>
+FC_DEVICE void persistent_store_rows(const fc_attention_args &a, int rows, int x, int warp, int g,
+                                     int t, float (&o)[DT8][4], const float (&m)[2], float (&l)[2]) {
+    const persistent_tile tile = persistent_tile_at(a, rows, x);
+    const int packed = (int)(a.seqlen_q * a.group), group = a.group;
+    char *o_base = reinterpret_cast<char *>(a.o);
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        l[h] = row_group_sum(l[h]);
+        const float inv = row_normaliser(l[h]);
+        const int R = tile.r0 + warp * 16 + g + 8 * h, i = R / group;
+        const int qh = tile.kv_head * group + (R - i * group);
+        if (R >= packed) continue;
+        if (a.splits > 1) {
+            float *p = reinterpret_cast<float *>(a.o_part) +
+                       ((((int64_t)blockIdx.y * a.batch + tile.b) * a.heads_q + qh) * a.seqlen_q + i) * a.head_dim;
+#pragma unroll
+            for (int j = 0; j < DT8; j++) {
+                const int d = j * 8 + 2 * t;
+                if (d < a.head_dim)
+                    *reinterpret_cast<float2 *>(p + d) = make_float2(o[j][2 * h] * inv, o[j][2 * h + 1] * inv);
+            }
+        } else {
+            char *p = o_base + ((int64_t)tile.b * a.o_strides[0] + (int64_t)i * a.o_strides[1] +
+                                (int64_t)qh * a.o_strides[2]) * 2;
+#pragma unroll
+            for (int j = 0; j < DT8; j++) {
+                const int d = j * 8 + 2 * t;
+                if (d < a.head_dim)
+                    *reinterpret_cast<unsigned *>(p + d * 2) = pack_pair<DT>(o[j][2 * h] * inv, o[j][2 * h + 1] * inv);
+            }
+        }
+        if (t == 0) store_lse(a, tile.b, i, qh, m[h], l[h]);
+    }
+}
+
 template <int DT, int DP, int KEYS, bool CAUSAL>
 __device__ void attention_wgmma_persistent(const fc_attention_args &a) {
     constexpr int WGS = 2, THREADS = 128 * WGS, ROWS = 64 * WGS, NT = KEYS / 8, DT8 = DP / 8;
-    constexpr int STAGES = 3, CHUNKS = DP / 8;
+    constexpr int STAGES = 3;
     constexpr unsigned Q_BYTES = ROWS * DP * 2, KV_BYTES = KEYS * DP * 2, SLOT = 2 * KV_BYTES;
     static_assert(DP % 64 == 0 && KEYS == 128 && (DP == 64 || DP == 128), "wgmma shapes");
     unsigned base;
@@ -93,7 +153,7 @@ __device__ void attention_wgmma_persistent(const fc_attention_args &a) {
     unsigned char *ring = smem + Q_BYTES;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
     const int wg = threadIdx.x / 128;
-    const int packed = (int)(a.seqlen_q * a.group), group = a.group;
+    const int packed = (int)(a.seqlen_q * a.group);
     const int tiles = (packed + ROWS - 1) / ROWS * (int)(a.batch * a.heads_kv);
 
     /* Unmasked: every tile visits this split's key blocks (CAUSAL: each its own, found per tile
@@ -121,23 +181,9 @@ __device__ void attention_wgmma_persistent(const fc_attention_args &a) {
     const uint64_t k_desc = wgmma_desc(base + Q_BYTES, 16, 1024);
     const uint64_t v_desc = wgmma_desc(base + Q_BYTES + KV_BYTES, KEYS * 128, 1024);
 
-    /* This thread's copies of tile x's Q, announced on q_full when they land. The thread index
-     * is read afresh: otherwise the compiler keeps this thread's chunk offsets live through
-     * every tile's bursts, and spills them. */
+    /* This thread's copies of tile x's Q, announced on q_full when they land. */
     auto load_q = [&](int x) {
-        const persistent_tile tile = persistent_tile_at(a, ROWS, x);
-        unsigned tid;
-        asm volatile("mov.u32 %0, %%tid.x;\n" : "=r"(tid));
-        const char *q = reinterpret_cast<const char *>(a.q) +
-                        ((int64_t)tile.b * a.q_strides[0] + (int64_t)tile.kv_head * group * a.q_strides[2]) * 2;
-#pragma unroll
-        for (int it = 0; it < ROWS * CHUNKS / THREADS; it++) {
-            const int idx = it * THREADS + (int)tid, r = idx / CHUNKS, c = idx % CHUNKS;
-            const int R = tile.r0 + r, i = R / group, h = R - i * group;
-            const bool ok = R < packed && c * 8 < a.head_dim;
-            const char *src = q + ((int64_t)i * a.q_strides[1] + (int64_t)h * a.q_strides[2]) * 2 + c * 16;
-            cp_async16(smem + sw128_offset<ROWS>(r, c), ok ? src : reinterpret_cast<const char *>(a.q), ok);
-        }
+        persistent_load_q<ROWS, DP, THREADS>(a, smem, x);
         cp_async_mbar_arrive(q_full);
         cp_async_commit();
     };
@@ -211,40 +257,6 @@ __device__ void attention_wgmma_persistent(const fc_attention_args &a) {
     auto issue_pv = [&](const unsigned (&p)[KEYS / 16][4], unsigned slot) {
         wgmma_issue_pv<DT, DP, KEYS>(o, p, v_desc, slot * SLOT);
     };
-    /* o and lse of this warp's 16 rows of tile x, normalised, straight from registers. */
-    auto store_rows = [&](int x) {
-        const persistent_tile tile = persistent_tile_at(a, ROWS, x);
-        char *o_base = reinterpret_cast<char *>(a.o);
-#pragma unroll
-        for (int h = 0; h < 2; h++) {
-            l[h] = row_group_sum(l[h]);
-            const float inv = row_normaliser(l[h]);
-            const int R = tile.r0 + warp * 16 + g + 8 * h, i = R / group;
-            const int qh = tile.kv_head * group + (R - i * group);
-            if (R >= packed) continue;
-            if (a.splits > 1) {
-                float *p = reinterpret_cast<float *>(a.o_part) +
-                           ((((int64_t)blockIdx.y * a.batch + tile.b) * a.heads_q + qh) * a.seqlen_q + i) * a.head_dim;
-#pragma unroll
-                for (int j = 0; j < DT8; j++) {
-                    const int d = j * 8 + 2 * t;
-                    if (d < a.head_dim)
-                        *reinterpret_cast<float2 *>(p + d) = make_float2(o[j][2 * h] * inv, o[j][2 * h + 1] * inv);
-                }
-            } else {
-                char *p = o_base + ((int64_t)tile.b * a.o_strides[0] + (int64_t)i * a.o_strides[1] +
-                                    (int64_t)qh * a.o_strides[2]) * 2;
-#pragma unroll
-                for (int j = 0; j < DT8; j++) {
-                    const int d = j * 8 + 2 * t;
-                    if (d < a.head_dim)
-                        *reinterpret_cast<unsigned *>(p + d * 2) = pack_pair<DT>(o[j][2 * h] * inv, o[j][2 * h + 1] * inv);
-                }
-            }
-            if (t == 0) store_lse(a, tile.b, i, qh, m[h], l[h]);
-        }
-    };
-
     /* Prologue: the first tile's Q and stages 0 and 1 (a tile has n + 1 >= 2). */
     load_q(fill_x());
     fill_next();
@@ -340,6 +352,6 @@ __device__ void attention_wgmma_persistent(const fc_attention_args &a) {
             mbar_wait(q_empty, (unsigned)k & 1u);
             load_q(next);
         }
-        store_rows(x);
+        persistent_store_rows<DT>(a, ROWS, x, warp, g, t, o, m, l);
     }
 }

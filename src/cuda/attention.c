@@ -1,6 +1,6 @@
 /* The CUDA backend's attention: forward (tensor cores for f16/bf16 with 16-byte aligned rows and
  * head_dim % 8 == 0 -- a decode kernel for at most 16 packed query rows, the prefill kernel
- * otherwise: wgmma on compute capability 9.0 (persistent at D 65..128 for unmasked calls and
+ * otherwise: wgmma on compute capability 9.0 (persistent for unmasked calls at every D and
  * short causal ones), mma.sync elsewhere -- f32 prefill on tensor cores at f32 accuracy
  * (3xTF32), true-f32 SIMT for the rest) with split-KV when the
  * problem has too few blocks to fill the GPU (decode: few queries, long keys), and the merge of
@@ -106,7 +106,7 @@ static int have_wgmma(const fc_cuda_context *ctx) {
 
 /* The kinds of persistent wgmma kernel (cuda/attention_wgmma_persistent.cuh) that may take this
  * call, as first_fit's mask: none with a window, or with tile, row or key counts past their
- * 32-bit arithmetic; kind 1 (wgmma_d128ppp) for unmasked calls; kind 2 (wgmma_d128pppc) for
+ * 32-bit arithmetic; kind 1 (wgmma_d64w1b3_persistent, wgmma_d128ppp) for unmasked calls; kind 2 (wgmma_d128pppc) for
  * causal calls where every row sees a key (Sq <= Sk; split causal calls leave that kernel once
  * the splits are known) and Sk <= 1024 -- beyond, its static tile order balances the uneven
  * causal row blocks worse than the hardware's block order: H100, f16, D 128, causal, TF/s
