@@ -32,7 +32,8 @@ template <int DT, int DP, int KEYS, int WGS, int PIPE>
 __device__ void attention_wgmma_config(const fc_attention_args &a) {
     if constexpr (PIPE == 3) attention_wgmma_persistent<DT, DP, KEYS, false>(a);
     else if constexpr (PIPE == 4) attention_wgmma_persistent<DT, DP, KEYS, true>(a);
-    else if constexpr (PIPE == 5) attention_wgmma_persistent_w1<DT, DP, KEYS>(a);
+    else if constexpr (PIPE == 5) attention_wgmma_persistent_w1<DT, DP, KEYS, false>(a);
+    else if constexpr (PIPE == 6) attention_wgmma_persistent_w1<DT, DP, KEYS, true>(a);
     else attention_wgmma<DT, DP, KEYS, WGS, PIPE>(a);
 }
 #define FC_ATTENTION_WGMMA_BODY(DT, DP, KEYS, WGS, PIPE) attention_wgmma_config<DT, DP, KEYS, WGS, PIPE>(a);

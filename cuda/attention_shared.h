@@ -146,7 +146,10 @@ typedef struct fc_merge_args {
  *   persistent kernels made 32-bit (ncu had the integer pipe busiest at 48 % issue), H100, f16,
  *   non-causal, TF/s against wgmma_d64w1b3 and FA2 in the same run (2026-12-06, session 37):
  *   S512 282-285 vs 244-247 (FA2 242-254), S2048 338-350 vs 303-309, S8192 370-385 vs 305-322;
- *   wgmma_d128ppp S512 328-330 (FA2 285-288). */
+ *   wgmma_d128ppp S512 328-330 (FA2 285-288). Pipe 6 (wgmma_d64w1k64_persistent_causal) is the
+ *   same kernel for causal calls too, with 64-key blocks at four blocks per SM (128 registers,
+ *   no spill) as wgmma_d64w1k64: the host takes it for causal calls at D <= 64 with
+ *   Sq <= Sk <= 2048 and one split (choose_kernel in src/cuda/attention.c has the figures). */
 #define FC_ATTENTION_WGMMA_CONFIGS(X)    \
     X(wgmma_d64w1b3_persistent, 64, 128, 1, 5, 3) \
     X(wgmma_d64w1b3, 64, 128, 1, 0, 3)   \
@@ -155,13 +158,14 @@ typedef struct fc_merge_args {
     X(wgmma_d128pp, 128, 128, 2, 2, 1)   \
     X(wgmma_d128p, 128, 128, 2, 1, 1)    \
     X(wgmma_d128, 128, 128, 2, 0, 1)     \
-    X(wgmma_d64w1k64, 64, 64, 1, 0, 4)
+    X(wgmma_d64w1k64, 64, 64, 1, 0, 4)   \
+    X(wgmma_d64w1k64_persistent_causal, 64, 64, 1, 6, 4)
 #define FC_ATTENTION_WGMMA_ROWS_PER_WG 64
 #define FC_ATTENTION_WGMMA_WG_THREADS 128
 /* Dynamic shared memory of a configuration: Q, the ring slots of K + V (16-bit; three with the
  * pingpong schedule, pipe 2, else two), and 1024 bytes of slack for aligning the start to the
  * 1024-byte swizzle atoms. */
-#define FC_ATTENTION_WGMMA_SLOTS(pipe) ((pipe) >= 2 && (pipe) <= 4 ? 3 : 2)
+#define FC_ATTENTION_WGMMA_SLOTS(pipe) ((pipe) >= 2 && (pipe) <= 4 ? 3 : 2) /* 5, 6: two */
 #define FC_ATTENTION_WGMMA_SMEM(pad, keys, wgs, pipe) \
     ((FC_ATTENTION_WGMMA_ROWS_PER_WG * (wgs) + FC_ATTENTION_WGMMA_SLOTS(pipe) * 2 * (keys)) * (pad) * 2 + 1024)
 

@@ -106,9 +106,10 @@ static int have_wgmma(const fc_cuda_context *ctx) {
 
 /* The kinds of persistent wgmma kernel (cuda/attention_wgmma_persistent.cuh) that may take this
  * call, as first_fit's mask: none with a window, or with tile, row or key counts past their
- * 32-bit arithmetic; kind 1 (wgmma_d64w1b3_persistent, wgmma_d128ppp) for unmasked calls; kind 2 (wgmma_d128pppc) for
- * causal calls where every row sees a key (Sq <= Sk; split causal calls leave that kernel once
- * the splits are known) and Sk <= 1024 -- beyond, its static tile order balances the uneven
+ * 32-bit arithmetic; kind 1 (wgmma_d64w1b3_persistent, wgmma_d128ppp) for unmasked calls; kind 2
+ * (wgmma_d64w1k64_persistent_causal, wgmma_d128pppc) for causal calls where every row sees a key
+ * (Sq <= Sk; split causal calls leave that kernel once the splits are known) and Sk <= 1024
+ * (2048 at D <= 64: see choose_kernel) -- beyond, its static tile order balances the uneven
  * causal row blocks worse than the hardware's block order: H100, f16, D 128, causal, TF/s
  * against wgmma_d128pp in the same run (2026-11-25) S512 179 vs 170, S1024 259 vs 255, S2048
  * 332 vs 341, S4096 365 vs 407 -- or when forced. A forced persistent configuration a call may
@@ -119,7 +120,9 @@ static int persistent_kinds(const fc_attention_desc *d, const fc_attention_args 
         d->seqlen_k >= limit || d->seqlen_q * a->group * d->batch * d->heads_kv >= limit)
         return 0;
     if (!d->causal) return 1 | (forced ? 2 : 0);
-    return d->seqlen_q <= d->seqlen_k && (forced || d->seqlen_k <= 1024) ? 2 : 0;
+    return d->seqlen_q <= d->seqlen_k && (forced || d->seqlen_k <= (d->head_dim <= 64 ? 2048 : 1024))
+               ? 2
+               : 0;
 }
 
 /* The forward kernel for this call: tensor cores when the dtype is 16-bit and the rows allow
@@ -154,13 +157,22 @@ static const fc_cuda_attention_kernel *choose_kernel(const fc_cuda_context *ctx,
             (force_wgmma || (!forced && !fc_env_flag("FLASHCL_CUDA_ATTENTION_NO_WGMMA")))) {
             /* Short causal rows at D <= 64 take 64-key blocks: their diagonal blocks mask half
              * as many keys (H100, f16, causal, TF/s against 128-key blocks: B32 H32 S512 157.2
-             * vs 146.4, B16 S1024 204.7 vs 203.0; slower from S2048 on: 246.9 vs 259.4). */
+             * vs 146.4, B16 S1024 204.7 vs 203.0; slower from S2048 on: 246.9 vs 259.4). Where
+             * persistent_kinds allows, up to 2048 keys, in the persistent kernel of 64-key
+             * blocks (H100, f16, 2026-12-06, against wgmma_d64w1k64 then wgmma_d64w1b3: S512
+             * 174-176 vs 161-163, S1024 225-235 vs 206-217, S2048 271 vs 261; S4096 299-301 vs
+             * 306-308, S16384 308-313 vs 332-335, where it stays off). */
             const fc_cuda_attention_kernel *short_causal =
                 &k->attention_wgmma[FC_WGMMA_CONFIG_wgmma_d64w1k64][d->dtype - 1];
-            if (!forced && d->causal && d->head_dim <= 64 && d->seqlen_k <= 1024 &&
-                short_causal->usable)
-                kernel = short_causal;
-            else
+            const fc_cuda_attention_kernel *short_causal_persistent =
+                &k->attention_wgmma[FC_WGMMA_CONFIG_wgmma_d64w1k64_persistent_causal][d->dtype - 1];
+            if (!forced && d->causal && d->head_dim <= 64) {
+                if ((persistent_kinds(d, a, 0) & 2) && short_causal_persistent->usable)
+                    kernel = short_causal_persistent;
+                else if (d->seqlen_k <= 1024 && short_causal->usable)
+                    kernel = short_causal;
+            }
+            if (!kernel)
                 kernel = first_fit(&k->attention_wgmma[0][d->dtype - 1], FC_WGMMA_CONFIG_COUNT,
                                    2, d->head_dim, forced,
                                    persistent_kinds(d, a, forced != NULL));
@@ -261,8 +273,10 @@ flashcl_status fc_cuda_attention_forward(void *opaque, const fc_attention_desc *
     }
     if (kernel->persistent == 2 && d->causal && splits > 1) {
         /* Split causal calls leave some row blocks no key of a split: the same schedule without
-         * persistence (the same rows, keys and shared memory per block) takes them. */
-        kernel = &ctx->kernels.attention_wgmma[FC_WGMMA_CONFIG_wgmma_d128pp][d->dtype - 1];
+         * persistence (the same rows and keys per block) takes them. */
+        kernel = &ctx->kernels.attention_wgmma[kernel->pad == 64 ? FC_WGMMA_CONFIG_wgmma_d64w1k64
+                                                                 : FC_WGMMA_CONFIG_wgmma_d128pp]
+                                              [d->dtype - 1];
     }
     keys_per_split = ceil_div(ceil_div((uint64_t)d->seqlen_k, splits), (uint64_t)kernel->keys) *
                      (uint64_t)kernel->keys;

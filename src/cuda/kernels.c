@@ -255,7 +255,7 @@ static flashcl_status get_attention_kernels(fc_cuda_context *ctx) {
         st = get_attention_kernel(ctx, kw, name, #cfg, FC_ATTENTION_WGMMA_SMEM(pad, keys, wgs, pipe), \
                                   pad, FC_ATTENTION_WGMMA_ROWS_PER_WG * (wgs), keys,           \
                                   FC_ATTENTION_WGMMA_WG_THREADS * (wgs));                      \
-        kw->persistent = (pipe) == 4 ? 2 : (pipe) >= 3 ? 1 : 0; /* 1: unmasked calls, 2: causal too */ \
+        kw->persistent = (pipe) == 4 || (pipe) == 6 ? 2 : (pipe) >= 3 ? 1 : 0; /* 1: unmasked, 2: causal */ \
         if (!(ctx->cc_major == 9 && ctx->cc_minor == 0)) kw->usable = 0;                        \
     }
     FC_ATTENTION_WGMMA_CONFIGS(FC_GET_WGMMA_)

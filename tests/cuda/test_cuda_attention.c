@@ -388,7 +388,8 @@ static void test_tail_order(void **state) {
 
 /* The persistent wgmma kernels (cuda/attention_wgmma_persistent.cuh: wgmma_d128ppp for unmasked
  * calls, wgmma_d128pppc for causal ones too, in a snake order of row blocks; and
- * cuda/attention_wgmma_persistent_w1.cuh, wgmma_d64w1b3_persistent at D <= 64) walk several row
+ * cuda/attention_wgmma_persistent_w1.cuh, wgmma_d64w1b3_persistent and, causal too,
+ * wgmma_d64w1k64_persistent_causal at D <= 64) walk several row
  * blocks per block, their ring of K/V stages and the next Q running on from one row block into
  * the next: each forced, on grids of 1, 2, 3 and 7 blocks
  * (FLASHCL_CUDA_ATTENTION_PERSISTENT_BLOCKS), so that every block walks many -- with one key
@@ -410,6 +411,11 @@ static void test_persistent_walks(void **state) {
         {FLASHCL_F16, 2, 200, 512, 3, 3, 32, 0, -1, -1, 0, 0, 0,
          "D 32 (pad 64), four whole key blocks, no lse", NULL},
         {FLASHCL_BF16, 1, 24, 5000, 8, 2, 64, 0, -1, -1, 0, 0, 1, "D 64, split-KV", NULL},
+        {FLASHCL_F16, 2, 300, 300, 4, 2, 64, 1, -1, -1, 0, 0, 1, "D 64, causal Sq = Sk, GQA", NULL},
+        {FLASHCL_BF16, 3, 130, 457, 2, 2, 40, 1, -1, -1, 15.0f, 0, 1,
+         "D 40 (pad 64), causal Sq < Sk, key tail, softcap", NULL},
+        {FLASHCL_F16, 1, 30, 4000, 8, 2, 64, 1, -1, -1, 0, 0, 1,
+         "D 64, causal split-KV: another kernel", NULL},
         {FLASHCL_F16, 1, 40, 3000, 4, 2, 128, 0, -1, -1, 0, 0, 1, "split-KV", NULL},
         {FLASHCL_BF16, 2, 300, 300, 4, 2, 128, 1, -1, -1, 0, 0, 1, "causal Sq = Sk, GQA", NULL},
         {FLASHCL_F16, 3, 200, 457, 2, 2, 96, 1, -1, -1, 0, 0, 1,
@@ -425,7 +431,10 @@ static void test_persistent_walks(void **state) {
     static const struct {
         const char *name;
         int pad; /* unmasked cases of a larger head_dim go to another kernel: not run here */
-    } configs[] = {{"wgmma_d128ppp", 128}, {"wgmma_d128pppc", 128}, {"wgmma_d64w1b3_persistent", 64}};
+    } configs[] = {{"wgmma_d128ppp", 128},
+                   {"wgmma_d128pppc", 128},
+                   {"wgmma_d64w1b3_persistent", 64},
+                   {"wgmma_d64w1k64_persistent_causal", 64}};
     static const char *const grids[] = {"1", "2", "3", "7"};
     (void)state;
     if (!g_have_wgmma) {
