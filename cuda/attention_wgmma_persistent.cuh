@@ -82,6 +82,21 @@ FC_DEVICE persistent_keys persistent_keys_of(const fc_attention_args &a, int r0,
     return k;
 }
 
+/* Where a copy cursor on tile x finds its K and V rows, and (CAUSAL) the key blocks the tile
+ * visits: both persistent kernels' cursors step on to a new tile through this. Unmasked, last and
+ * n stay the split's. */
+template <bool CAUSAL, int ROWS, int KEYS>
+FC_DEVICE void persistent_aim(const fc_attention_args &a, int x, const char *&k_rows,
+                              const char *&v_rows, int &last, int &n) {
+    const persistent_tile tile = persistent_tile_at(a, ROWS, x);
+    const kv_sources src = kv_sources_of(a, tile.b, tile.kv_head);
+    if constexpr (CAUSAL) {
+        const persistent_keys keys = persistent_keys_of(a, tile.r0, ROWS, KEYS);
+        last = keys.last, n = keys.n;
+    }
+    k_rows = src.k, v_rows = src.v;
+}
+
 /* This thread's copies (cp.async, not committed) of tile x's Q: ROWS packed rows into the
  * 128B-swizzled tile at smem. The thread index is read afresh: otherwise the compiler keeps this
  * thread's chunk offsets live through every tile's bursts, and spills them. */
@@ -195,13 +210,7 @@ __device__ void attention_wgmma_persistent(const fc_attention_args &a) {
     int fill_last = split_last, fill_n = split_n;
     const char *fill_k, *fill_v;
     auto aim = [&]() { /* the cursor's K and V sources (and key blocks) */
-        const persistent_tile tile = persistent_tile_at(a, ROWS, fill_x());
-        const kv_sources src = kv_sources_of(a, tile.b, tile.kv_head);
-        if constexpr (CAUSAL) {
-            const persistent_keys keys = persistent_keys_of(a, tile.r0, ROWS, KEYS);
-            fill_last = keys.last, fill_n = keys.n;
-        }
-        fill_k = src.k, fill_v = src.v;
+        persistent_aim<CAUSAL, ROWS, KEYS>(a, fill_x(), fill_k, fill_v, fill_last, fill_n);
     };
     aim();
     /* This thread's copies of the cursor's stage, announced on its slot's `full` barrier; then

@@ -54,13 +54,8 @@ __device__ void attention_wgmma_persistent_w1(const fc_attention_args &a) {
     int fill_k = 0, fill_j = 0, fill_n = split_n, fill_last = split_last;
     const char *fill_k_rows, *fill_v_rows;
     auto aim = [&]() {
-        const persistent_tile tile = persistent_tile_at(a, ROWS, persistent_tile_index<CAUSAL>(fill_k));
-        const kv_sources src = kv_sources_of(a, tile.b, tile.kv_head);
-        fill_k_rows = src.k, fill_v_rows = src.v;
-        if constexpr (CAUSAL) {
-            const persistent_keys keys = persistent_keys_of(a, tile.r0, ROWS, KEYS);
-            fill_last = keys.last, fill_n = keys.n;
-        }
+        persistent_aim<CAUSAL, ROWS, KEYS>(a, persistent_tile_index<CAUSAL>(fill_k), fill_k_rows,
+                                           fill_v_rows, fill_last, fill_n);
     };
     auto fill_left = [&]() { return persistent_tile_index<CAUSAL>(fill_k) < tiles; };
     /* This thread's copies of the cursor's stage into `slot`, one commit group; the cursor steps
