@@ -355,19 +355,49 @@ FC_DEVICE void publish_slice(unsigned long long *slots, unsigned long long *arri
     }
 }
 
-/* The row's (M, D), for every thread, once all its `slices` slices are published. */
+/* The row's (M, D), for every thread, once all its `slices` slices are published: thread 0
+ * polls the row's arrival count, then the row's words are waited for, each in turn, and merged
+ * in a fixed order, so that every block of the row gets the same bits:
+ *   - rows of at most FC_SPLIT_HELD_WARP_GATHER_SLICES slices: warp 0's lanes, lane i taking
+ *     i, i + 32, ..., then across the warp;
+ *   - longer rows: every thread of the block, thread i taking i, i + TPB, ..., then
+ *     block_merge's fixed tree. With warp 0 alone a row of 512 slices (8 x 8388608 16-bit, in
+ *     the pipelined kernel) cost 16 dependent L2 round trips a lane between a block's loads,
+ *     against two a thread here; the block's merge costs a barrier more, which rows of few
+ *     slices lose to.
+ * Both kernels, one-ticket and pipelined, take the same form for the same row length, so they
+ * give the same bits. H100, 2026-12-06, ms, block form for every row against warp 0 for every
+ * row, two rounds (bench/results/2026-12-06-h100-s38-gather.txt): 8x8388608 f16 (512 slices)
+ * 0.1099-0.1103 against 0.1227-0.1228, bf16 0.1109-0.1114 against 0.1241-0.1252; 16x4194304 f32
+ * (512) 0.2070-0.2079 against 0.2279-0.2290, f16 (256) 0.1042-0.1045 against 0.1066-0.1072;
+ * 64x1048576 f32 (128) level (0.1933-0.1938 against 0.1945-0.1949), f16 (64) 0.1021-0.1023
+ * against 0.1004-0.1008; rows of 8 to 32 slices 1-5 % slower (256x262144 bf16 0.1083-0.1095
+ * against 0.1039-0.1044). Loading a thread's words several at a time, or copying them to shared
+ * memory by cp.async, made ptxas spill at the pipelined kernel's 64-register cap. */
+#define FC_SPLIT_HELD_WARP_GATHER_SLICES 128
+template <int TPB>
 FC_DEVICE float2 gather_row_stats(const unsigned long long *slots,
                                   const unsigned long long *arrived, int slices,
-                                  float2 *row_stats) {
+                                  float2 *warp_slots, float2 *row_stats) {
     if (threadIdx.x == 0) wait_word(arrived, (unsigned long long)slices);
     __syncthreads();
-    if (threadIdx.x < 32) {
+    if (slices <= FC_SPLIT_HELD_WARP_GATHER_SLICES) { /* uniform across the block */
+        if (threadIdx.x < 32) {
+            float m = -INFINITY, d = 0.0f;
+            for (int i = threadIdx.x; i < slices; i += 32) {
+                const float2 q = md_unpack(wait_word(slots + i, 1ull));
+                stats_merge(m, d, q.x, q.y);
+            }
+            warp_merge<32>(m, d);
+            if (threadIdx.x == 0) *row_stats = make_float2(m, d);
+        }
+    } else {
         float m = -INFINITY, d = 0.0f;
-        for (int i = threadIdx.x; i < slices; i += 32) {
+        for (int i = threadIdx.x; i < slices; i += TPB) {
             const float2 q = md_unpack(wait_word(slots + i, 1ull));
             stats_merge(m, d, q.x, q.y);
         }
-        warp_merge<32>(m, d);
+        block_merge<TPB>(m, d, warp_slots, false);
         if (threadIdx.x == 0) *row_stats = make_float2(m, d);
     }
     __syncthreads();
@@ -385,10 +415,12 @@ FC_DEVICE float2 gather_row_stats(const unsigned long long *slots,
  * no waiting on the words 0.210-0.213 and 0.119-0.120; the words loaded two at a time before
  * either is waited for 0.212-0.215 and 0.113-0.114; warp 0's lanes each waiting for a word with
  * no count, as the OpenCL kernel does for up to 32 slices, 0.226 (f32: 0.431 against 0.386). */
+template <int TPB>
 FC_DEVICE float2 row_stats_from_words(unsigned long long *slots, unsigned long long *arrived,
-                                      int slice, int slices, float2 md, float2 *row_stats) {
+                                      int slice, int slices, float2 md, float2 *warp_slots,
+                                      float2 *row_stats) {
     publish_slice(slots, arrived, slice, md);
-    return gather_row_stats(slots, arrived, slices, row_stats);
+    return gather_row_stats<TPB>(slots, arrived, slices, warp_slots, row_stats);
 }
 
 /* The ticketed kernel over holder H (held_floats or held_bits). Each thread takes its exps
@@ -424,9 +456,9 @@ template <int TPB, typename H> __device__ void softmax_split_held(const fc_softm
     block_merge<TPB>(bm, bd, warp_slots, slices == 1);
     float2 r = make_float2(bm, bd);
     if (slices > 1)
-        r = row_stats_from_words(row_words(state, slices, row),
-                                 row_arrivals(state, a.rows, slices, row), slice, slices, r,
-                                 &row_stats);
+        r = row_stats_from_words<TPB>(row_words(state, slices, row),
+                                      row_arrivals(state, a.rows, slices, row), slice, slices, r,
+                                      warp_slots, &row_stats);
     held.store(a, row, slice, m, r);
 }
 
@@ -495,9 +527,9 @@ __device__ void softmax_split_held_pipelined(const fc_softmax_args &a) {
         t = draw();
         if (t < total) m = take(t);
         const int row = p / slices, slice = p - row * slices;
-        const float2 r = gather_row_stats(row_words(state, slices, row),
-                                          row_arrivals(state, a.rows, slices, row), slices,
-                                          &row_stats);
+        const float2 r = gather_row_stats<TPB>(row_words(state, slices, row),
+                                               row_arrivals(state, a.rows, slices, row), slices,
+                                               warp_slots, &row_stats);
         H::store_parked(a, row, slice, parked_max[threadIdx.x], r, parked);
         if (t >= total) return;
     }
