@@ -75,13 +75,10 @@ for round in $(seq 1 "$ROUNDS"); do
     for side in new base; do
         [ $side = base ] && [ -z "$P_BASE" ] && continue
         echo "== $side, round $round"
-        if [ $side = new ]; then
-            env $NEW_ENV timeout "$STEP" python3 -u -W ignore bench/compare_torch.py \
-                --lib /tmp/ab-new/libflashcl.so --shapes "$SHAPES" --dtypes "$DTYPES" --reps 15
-        else
-            timeout "$STEP" python3 -u -W ignore bench/compare_torch.py \
-                --lib /tmp/ab-base/libflashcl.so --shapes "$SHAPES" --dtypes "$DTYPES" --reps 15
-        fi
+        side_env=""
+        [ $side = new ] && side_env=$NEW_ENV
+        env $side_env timeout "$STEP" python3 -u -W ignore bench/compare_torch.py \
+            --lib /tmp/ab-$side/libflashcl.so --shapes "$SHAPES" --dtypes "$DTYPES" --reps 15
         echo "rc $? (124: timed out)"
     done
 done

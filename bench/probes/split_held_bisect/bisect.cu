@@ -6,7 +6,7 @@
 #include "softmax.cuh"
 
 // Session 38's probe, for its reduced held kernel (runheld, MODE 1) as the reference in this
-// process, and its CK and h2f; its own main is renamed out of the way.
+// process, and its CK, h2f and fill_input; its own main is renamed out of the way.
 #define main split_softmax_l2_main
 #include "../split_softmax_l2/probe.cu"
 #undef main
@@ -175,22 +175,15 @@ int main() {
     const int rows = 8;
     const long cols = 8388608, slices = cols / COLS;
     const size_t n = (size_t)rows * cols, bytes = n * 2;
-    std::vector<uint16_t> hx(n);
-    uint32_t seed = 12345u;
-    for (size_t i = 0; i < n; i++) { // uniform in [-4, 4), rounded to f16 by truncation
-        seed = seed * 1664525u + 1013904223u;
-        const float v = ((seed >> 8) * (1.0f / 16777216.0f)) * 8.0f - 4.0f;
-        uint32_t b;
-        std::memcpy(&b, &v, 4);
-        const int e = (int)((b >> 23) & 255) - 127 + 15;
-        hx[i] = (uint16_t)(((b >> 16) & 0x8000u) | (e <= 0 ? 0u : ((uint32_t)e << 10) | ((b >> 13) & 1023u)));
-    }
+    std::vector<char> hxb(bytes);
+    fill_input<true>(hxb, n); // the probe's rows (uniform in [-4, 4), seed 7)
+    const uint16_t *hx = reinterpret_cast<const uint16_t *>(hxb.data());
     void *dx, *dy, *dstate;
     const size_t words = 1 + (size_t)rows * slices + 2 * rows;
     CK(cudaMalloc(&dx, bytes));
     CK(cudaMalloc(&dy, bytes));
     CK(cudaMalloc(&dstate, words * 8));
-    CK(cudaMemcpy(dx, hx.data(), bytes, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(dx, hx, bytes, cudaMemcpyHostToDevice));
     int sms;
     CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
     fc_softmax_args a;
@@ -240,7 +233,7 @@ int main() {
             double worst = 0;
             for (int r : {0, rows - 1}) { // relative error against a double reference
                 CK(cudaMemcpy(hy.data(), (char *)dy + (size_t)r * cols * 2, cols * 2, cudaMemcpyDeviceToHost));
-                const uint16_t *xr = hx.data() + (size_t)r * cols;
+                const uint16_t *xr = hx + (size_t)r * cols;
                 double m = -1e300, d = 0;
                 for (long j = 0; j < cols; j++) m = std::max(m, (double)h2f(xr[j]));
                 for (long j = 0; j < cols; j++) d += std::exp((double)h2f(xr[j]) - m);
