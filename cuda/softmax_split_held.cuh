@@ -336,7 +336,8 @@ template <int TPB> FC_DEVICE void clear_previous(const fc_softmax_args &a) {
 
 /* The split state's layout (a.counters, 64-bit words): [0] the ticket counter,
  * [1 + r * slices + s] the word of slice s of row r, [1 + rows * slices + r] row r's arrival
- * count. */
+ * count, [1 + rows * slices + rows + r] row r's merged (M, D) where one block merges it (the
+ * pipelined kernel's rows of more slices than its grid has blocks). */
 FC_DEVICE unsigned long long *row_words(unsigned long long *state, int slices, int row) {
     return state + 1 + (int64_t)row * slices;
 }
@@ -344,15 +345,35 @@ FC_DEVICE unsigned long long *row_arrivals(unsigned long long *state, int64_t ro
                                            int row) {
     return state + 1 + rows * slices + row;
 }
+FC_DEVICE unsigned long long *row_merged(unsigned long long *state, int64_t rows, int slices,
+                                         int row) {
+    return state + 1 + rows * (slices + 1) + row;
+}
 
 /* This block's (m, d) to slots[slice], and the block counted in at the row's arrival count
- * (thread 0 only). */
-FC_DEVICE void publish_slice(unsigned long long *slots, unsigned long long *arrived, int slice,
-                             float2 md) {
+ * (thread 0 only, which gets the count from before it; the other threads get 0). */
+FC_DEVICE unsigned long long publish_slice(unsigned long long *slots, unsigned long long *arrived,
+                                           int slice, float2 md) {
+    unsigned long long before = 0;
     if (threadIdx.x == 0) {
         store_word(slots + slice, md_pack(md.x, md.y));
-        atomicAdd(arrived, 1ull);
+        before = atomicAdd(arrived, 1ull);
     }
+    return before;
+}
+
+/* The row's `slices` words merged by every thread of the block, thread i taking words i,
+ * i + TPB, ..., each waited for in turn, then in block_merge's fixed tree: the row's (M, D) in
+ * thread 0. */
+template <int TPB>
+FC_DEVICE float2 merge_words(const unsigned long long *slots, int slices, float2 *warp_slots) {
+    float m = -INFINITY, d = 0.0f;
+    for (int i = threadIdx.x; i < slices; i += TPB) {
+        const float2 q = md_unpack(wait_word(slots + i, 1ull));
+        stats_merge(m, d, q.x, q.y);
+    }
+    block_merge<TPB>(m, d, warp_slots, false);
+    return make_float2(m, d);
 }
 
 /* The row's (M, D), for every thread, once all its `slices` slices are published: thread 0
@@ -392,13 +413,8 @@ FC_DEVICE float2 gather_row_stats(const unsigned long long *slots,
             if (threadIdx.x == 0) *row_stats = make_float2(m, d);
         }
     } else {
-        float m = -INFINITY, d = 0.0f;
-        for (int i = threadIdx.x; i < slices; i += TPB) {
-            const float2 q = md_unpack(wait_word(slots + i, 1ull));
-            stats_merge(m, d, q.x, q.y);
-        }
-        block_merge<TPB>(m, d, warp_slots, false);
-        if (threadIdx.x == 0) *row_stats = make_float2(m, d);
+        const float2 r = merge_words<TPB>(slots, slices, warp_slots);
+        if (threadIdx.x == 0) *row_stats = r;
     }
     __syncthreads();
     return *row_stats;
@@ -487,13 +503,13 @@ template <int TPB, typename H> __device__ void softmax_split_held(const fc_softm
  * on every shape (H200, 2026-11-26, ms, against this kernel: 1024x131072 f16 0.205-0.206
  * against 0.189, f32 0.336-0.337 against 0.313; 64x1M f16 0.105 against 0.098; 16x4194304 f32
  * 0.234 against 0.210). */
-template <int TPB, typename H>
+template <int TPB, typename H, bool MERGED_ONCE = false>
 __device__ void softmax_split_held_pipelined(const fc_softmax_args &a) {
     __shared__ uint4 parked[H::NV * TPB];
     __shared__ float parked_max[TPB]; /* each thread's own max over its parked values */
     __shared__ float2 warp_slots[32];
     __shared__ float2 row_stats;
-    __shared__ unsigned ticket;
+    __shared__ unsigned ticket, completes;
     unsigned long long *state = reinterpret_cast<unsigned long long *>(a.counters);
     clear_previous<TPB>(a);
     /* 32-bit ticket arithmetic: the host keeps rows * slices + blocks below 2^31. */
@@ -512,27 +528,65 @@ __device__ void softmax_split_held_pipelined(const fc_softmax_args &a) {
         const float d = held.sum(a, row, slice, m);
         float bm = m, bd = d;
         block_merge<TPB>(bm, bd, warp_slots, false);
-        publish_slice(row_words(state, slices, row), row_arrivals(state, a.rows, slices, row),
-                      slice, make_float2(bm, bd));
+        const unsigned long long before =
+            publish_slice(row_words(state, slices, row), row_arrivals(state, a.rows, slices, row),
+                          slice, make_float2(bm, bd));
+        if (MERGED_ONCE && threadIdx.x == 0)
+            completes = before + 1 == (unsigned long long)slices;
         return m;
+    };
+    /* MERGED_ONCE: the row that ticket t's slice completed (thread 0's `completes`) is merged
+     * before the block next waits, with its registers free where that wait is for another row
+     * (at the loop's top, the slice parked), at once where it is for this same row. */
+    const auto merge_completed = [&](int t) {
+        const int row = t / slices;
+        const float2 r = merge_words<TPB>(row_words(state, slices, row), slices, warp_slots);
+        if (threadIdx.x == 0) store_word(row_merged(state, a.rows, slices, row), md_pack(r.x, r.y));
     };
     int t = draw();
     if (t >= total) return; /* uniform across the block */
     float m = take(t);
+    bool deferred = MERGED_ONCE; /* the first slice: merged at the loop's top, before any wait */
     for (;;) {
         /* each thread reads back only its own places of parked and parked_max */
         held.park(parked);
         parked_max[threadIdx.x] = m;
         const int p = t;
+        if (MERGED_ONCE && deferred) {
+            __syncthreads(); /* thread 0's completes */
+            if (completes) merge_completed(p); /* uniform across the block */
+        }
         t = draw();
-        if (t < total) m = take(t);
         const int row = p / slices, slice = p - row * slices;
-        const float2 r = gather_row_stats<TPB>(row_words(state, slices, row),
-                                               row_arrivals(state, a.rows, slices, row), slices,
-                                               warp_slots, &row_stats);
+        if (t < total) {
+            m = take(t);
+            if (MERGED_ONCE) {
+                deferred = t / slices != row;
+                if (!deferred) {
+                    __syncthreads(); /* thread 0's completes */
+                    if (completes) merge_completed(t);
+                }
+            }
+        }
+        float2 r;
+        if (MERGED_ONCE) {
+            if (threadIdx.x == 0)
+                row_stats = md_unpack(wait_word(row_merged(state, a.rows, slices, row), 1ull));
+            __syncthreads();
+            r = row_stats;
+        } else {
+            r = gather_row_stats<TPB>(row_words(state, slices, row),
+                                      row_arrivals(state, a.rows, slices, row), slices,
+                                      warp_slots, &row_stats);
+        }
         H::store_parked(a, row, slice, parked_max[threadIdx.x], r, parked);
         if (t >= total) return;
     }
+}
+
+template <int TPB, typename H>
+__device__ void softmax_split_held_pipelined_merged(const fc_softmax_args &a) {
+    softmax_split_held_pipelined<TPB, H, true>(a);
 }
 
 /* FC_SOFTMAX_SPLIT_HELD_BLOCKS_PER_SM blocks per SM: 64 registers per thread at 256 threads,
@@ -592,6 +646,12 @@ FC_SPLIT_HELD_BITS_KERNEL(bf16, FC_BF16)
                         FC_SOFTMAX_SPLIT_HELD_BLOCKS_PER_SM, softmax_split_held_pipelined,      \
                         FC_HELD_BITS(DT))
 FC_SOFTMAX_FOR_DTYPES(FC_SPLIT_HELD_PIPELINED_KERNEL, 0)
+#define FC_SPLIT_HELD_PIPELINED_MERGED_KERNEL(dt_name, DT, unused)                             \
+    FC_SPLIT_HELD_ENTRY(split_held_pipelined_merged, dt_name, FC_SOFTMAX_SPLIT_HELD_THREADS,    \
+                        FC_SOFTMAX_SPLIT_HELD_BLOCKS_PER_SM,                                    \
+                        softmax_split_held_pipelined_merged, FC_HELD_BITS(DT))
+/* f32 only: the 16-bit forms spill at the 64-register cap (12 bytes, sm_90a) */
+FC_SPLIT_HELD_PIPELINED_MERGED_KERNEL(f32, FC_F32, 0)
 /* The wide one-ticket kernel for 16-bit inputs: blocks of WIDE_THREADS (two per SM at 64
  * registers) holding slices of 32768 columns as their bits. The host gives it whole rows of
  * 16385..32768 columns (one slice, no ticket, no exchange): two rows in flight per SM where the

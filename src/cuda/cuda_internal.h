@@ -106,6 +106,11 @@ typedef struct fc_cuda_kernels {
      * most blocks_per_sm per SM whose blocks take tickets until they run out. */
     CUfunction softmax_split_held_pipelined[FC_CUDA_DTYPES];
     int softmax_split_held_pipelined_blocks_per_sm[FC_CUDA_DTYPES];
+    /* The same for rows of more slices than its grid has blocks, where the block that completes
+     * a row merges the row's (max, sum) once for all (cuda/softmax_split_held.cuh); f32 only, NULL
+     * for 16-bit inputs. */
+    CUfunction softmax_split_held_pipelined_merged[FC_CUDA_DTYPES];
+    int softmax_split_held_pipelined_merged_blocks_per_sm[FC_CUDA_DTYPES];
     /* The wide one-ticket kernel for 16-bit inputs held as their bits
      * (FC_SOFTMAX_SPLIT_HELD_WIDE_THREADS a block, NULL for f32) and its blocks per SM. */
     CUfunction softmax_split_held_wide[FC_CUDA_DTYPES];

@@ -98,6 +98,15 @@ static flashcl_status size_staged_kernel(fc_cuda_context *ctx, int dt) {
  * shared-memory carveout, so that its register-bound 4 blocks per SM are not cut to what the
  * default L1 split leaves. That is a hint, whose refusal changes nothing but the occupancy below,
  * which says what the driver grants. */
+static CUresult size_pipelined_kernel(CUfunction f, int *blocks_per_sm) {
+    if (fc_cu()->FuncSetAttribute(f, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
+                                  CU_SHAREDMEM_CARVEOUT_MAX_SHARED) != CUDA_SUCCESS) {
+        /* only a hint: the occupancy query below tells what the default grants */
+    }
+    return fc_cu()->OccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, f,
+                                                              FC_SOFTMAX_SPLIT_HELD_THREADS, 0);
+}
+
 static flashcl_status size_split_held_kernel(fc_cuda_context *ctx, int dt) {
     fc_cuda_kernels *k = &ctx->kernels;
     CUresult r = fc_cu()->OccupancyMaxActiveBlocksPerMultiprocessor(
@@ -111,16 +120,12 @@ static flashcl_status size_split_held_kernel(fc_cuda_context *ctx, int dt) {
         r = fc_cu()->OccupancyMaxActiveBlocksPerMultiprocessor(
             &k->softmax_split_held_bits_blocks_per_sm[dt], k->softmax_split_held_bits[dt],
             FC_SOFTMAX_SPLIT_HELD_THREADS, 0);
-    if (r == CUDA_SUCCESS) {
-        if (fc_cu()->FuncSetAttribute(k->softmax_split_held_pipelined[dt],
-                                      CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
-                                      CU_SHAREDMEM_CARVEOUT_MAX_SHARED) != CUDA_SUCCESS) {
-            /* only a hint: the occupancy query below tells what the default grants */
-        }
-        r = fc_cu()->OccupancyMaxActiveBlocksPerMultiprocessor(
-            &k->softmax_split_held_pipelined_blocks_per_sm[dt],
-            k->softmax_split_held_pipelined[dt], FC_SOFTMAX_SPLIT_HELD_THREADS, 0);
-    }
+    if (r == CUDA_SUCCESS)
+        r = size_pipelined_kernel(k->softmax_split_held_pipelined[dt],
+                                  &k->softmax_split_held_pipelined_blocks_per_sm[dt]);
+    if (r == CUDA_SUCCESS && k->softmax_split_held_pipelined_merged[dt])
+        r = size_pipelined_kernel(k->softmax_split_held_pipelined_merged[dt],
+                                  &k->softmax_split_held_pipelined_merged_blocks_per_sm[dt]);
     if (r == CUDA_SUCCESS && k->softmax_split_held_wide[dt])
         r = fc_cu()->OccupancyMaxActiveBlocksPerMultiprocessor(
             &k->softmax_split_held_wide_blocks_per_sm[dt], k->softmax_split_held_wide[dt],
@@ -163,6 +168,8 @@ static flashcl_status get_softmax_kernels(fc_cuda_context *ctx, int dt) {
     FC_GET_(softmax_split_held_shifted, "fc_softmax_split_held_shifted")
     if (dt != FLASHCL_F32) FC_GET_(softmax_split_held_bits, "fc_softmax_split_held_bits")
     FC_GET_(softmax_split_held_pipelined, "fc_softmax_split_held_pipelined")
+    if (dt == FLASHCL_F32)
+        FC_GET_(softmax_split_held_pipelined_merged, "fc_softmax_split_held_pipelined_merged")
     FC_GET_(softmax_split_held_narrow, "fc_softmax_split_held_narrow")
     if (dt != FLASHCL_F32)
         FC_GET_(softmax_split_held_narrow_shifted, "fc_softmax_split_held_narrow_shifted")

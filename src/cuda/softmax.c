@@ -224,8 +224,8 @@ static flashcl_status run_split_held(fc_cuda_context *ctx, const fc_softmax_desc
     const uint64_t blocks = fc_cuda_split_held_blocks(ctx, h, tickets);
     fc_cuda_split_state state;
     flashcl_status st;
-    /* the ticket counter, a word per slice, an arrival count per row */
-    st = fc_cuda_split_state_acquire(ctx, (size_t)(1 + tickets + (uint64_t)d->rows), blocks,
+    /* the ticket counter, a word per slice, an arrival count and a merged word per row */
+    st = fc_cuda_split_state_acquire(ctx, (size_t)(1 + tickets + 2 * (uint64_t)d->rows), blocks,
                                      (unsigned)h->threads, &state);
     if (st != FLASHCL_SUCCESS) return st;
     a->chunks = (int32_t)slices;
@@ -279,7 +279,10 @@ static void trace_plan(const fc_cuda_context *ctx, const fc_softmax_desc *d,
     if (plan == FC_CUDA_PLAN_SPLIT_HELD)
         fprintf(stderr, " slices %lld of %lld columns (blocks of %d, %d per SM fit%s)",
                 (long long)slices, (long long)h->slice_cols, h->threads, h->blocks_per_sm,
-                h->pipelined ? ", pipelined" : h->shift ? ", shifted rows" : "");
+                h->merged      ? ", pipelined, merged"
+                : h->pipelined ? ", pipelined"
+                : h->shift     ? ", shifted rows"
+                               : "");
     fputc('\n', stderr);
 }
 

@@ -29,7 +29,10 @@
  *                     waiting for the parked one's row. Rows past 32768 columns, as long as a
  *                     row takes at most one slice per SM (~1.08M columns on an H100, ~2.16M
  *                     for 16-bit inputs), or in the pipelined form, launched cooperatively,
- *                     one per block (4 per SM: ~4.3M and ~8.6M columns). Rows that do not
+ *                     one per block (4 per SM: ~4.3M and ~8.6M columns); f32 rows of up to
+ *                     twice that (~8.6M columns) take the merged pipelined form, where the
+ *                     block that completes a row merges its (max, sum) once for all the
+ *                     others to read. Rows that do not
  *                     start 16-byte aligned (odd lengths, element offsets) are held in their
  *                     shifted layout, counted from the 16-byte boundary before each row, so
  *                     that their vectors load and store 16 bytes at a time: f32 as floats,
@@ -46,7 +49,8 @@
  * the one-ticket kernel's blocks of 256 (8192 columns) instead of 128 (4096);
  * FLASHCL_CUDA_SOFTMAX_PIPELINE_SLICES=n sends split-held rows of at least
  * n slices to the pipelined kernel (by default rows of 32 or more, when they are more slices
- * than its grid's blocks);
+ * than its grid's blocks); FLASHCL_CUDA_SOFTMAX_PIPELINE_MERGED=0 keeps f32 rows of more
+ * slices than the pipelined grid's blocks out of the merged kernel (A/B);
  * FLASHCL_CUDA_SOFTMAX_NO_SHIFT=1 loads and stores unaligned rows element by element in the
  * split-held and register kernels, as before the shifted layout (A/B, tests);
  * FLASHCL_CUDA_SOFTMAX_HELD_ROWS=0 keeps 16-bit rows of up to 32768 columns in the register
@@ -297,6 +301,12 @@ fc_cuda_held_kernels fc_cuda_pick_held(const fc_cuda_context *ctx, const fc_soft
         h.slice_cols = bits_slice;
         h.blocks_per_sm = k->softmax_split_held_pipelined_blocks_per_sm[dt];
         h.pipelined = 1;
+        if (slices > fit && k->softmax_split_held_pipelined_merged[dt] &&
+            fc_env_long("FLASHCL_CUDA_SOFTMAX_PIPELINE_MERGED", 1) != 0) {
+            h.kernel = k->softmax_split_held_pipelined_merged[dt];
+            h.blocks_per_sm = k->softmax_split_held_pipelined_merged_blocks_per_sm[dt];
+            h.merged = 1;
+        }
     } else if (bits && !f32 && k->softmax_split_held_narrow[dt] && narrow_bits(ctx, d->cols)) {
         /* 16-bit rows whose last 16384-column slice would be at most half full, in blocks of 128
          * holding slices of 8192 as their bits: the same columns in fewer idle threads. f16 ms
@@ -384,11 +394,15 @@ uint64_t fc_cuda_split_held_blocks(const fc_cuda_context *ctx, const fc_cuda_hel
  * ends in a grid-wide wait: H200, 2026-11-25, ms, against the plans before it: 8x8388608 f32
  * (1024 slices) 0.331 against 0.204-0.205, while 16-bit (512) gained, 0.123 against 0.137-0.139,
  * as did 16x4194304 (512 f32 / 256 16-bit slices), f32 0.208 against 0.232, f16 0.106 against
- * 0.159. */
+ * 0.159. The merged kernel (f32 only) takes rows of up to 2 * fit - 1 slices: the block that
+ * completes a row merges it once for all. H100, 2026-12-06, compare_torch.py ms, against the
+ * resident split it replaced: 8x8388608 f32 0.232 against 0.247, 6x6000000 0.138 against 0.149,
+ * 3x5005312 0.057 against 0.065 (bench/results/2026-12-06-session40.md). */
 int64_t fc_cuda_plan_split_held(const fc_cuda_context *ctx, const fc_softmax_desc *d,
                                const fc_cuda_held_kernels *h) {
     const int64_t fit = blocks_fit(ctx, h->blocks_per_sm);
     const int64_t cap = h->blocks_per_sm <= 0 ? 0
+                        : h->merged && ctx->cooperative ? 2 * fit - 1
                         : h->pipelined && ctx->cooperative ? fit
                         : ctx->sm_count;
     const int64_t slices =

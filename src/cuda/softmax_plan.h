@@ -70,6 +70,7 @@ typedef struct fc_cuda_held_kernels {
     int blocks_per_sm;
     int threads;   /* per block */
     int pipelined; /* a grid of at most blocks_per_sm per SM, each block taking tickets */
+    int merged;    /* pipelined, rows of up to twice its grid's blocks: the merged kernel */
     int64_t shift; /* columns a row's shifted layout may add before it (0: not shifted) */
 } fc_cuda_held_kernels;
 

@@ -351,6 +351,9 @@ static void test_softmax_on_wrapped_memory(void **state) {
         {FLASHCL_F32, FLASHCL_F32, 2, 4000001, 3, 0, 1.0f, 0, 0, 1, FLASHCL_SOFTMAX_AUTO, 0},
         {FLASHCL_F16, FLASHCL_BF16, 2, 9000000, 0, 0, 1.0f, 1, 0, 0, FLASHCL_SOFTMAX_AUTO, 0},
         {FLASHCL_F32, FLASHCL_F32, 2, 8388608, 0, 0, 1.0f, 0, 1, 1, FLASHCL_SOFTMAX_AUTO, 0},
+        /* f32 rows of more slices than the pipelined grid (611 of 8192 on a 132-SM GPU at 4
+         * blocks an SM: the merged kernel), log-softmax with special rows, into bf16 */
+        {FLASHCL_F32, FLASHCL_BF16, 3, 5005312, 0, 0, 0.5f, 1, 0, 1, FLASHCL_SOFTMAX_AUTO, 0},
         /* 16-bit register rows with 32 items per thread (b128x32, b256x32) */
         {FLASHCL_BF16, FLASHCL_BF16, 70, 4000, 0, 0, 1.0f, 0, 0, 1, FLASHCL_SOFTMAX_AUTO, 0},
         {FLASHCL_F16, FLASHCL_F16, 70, 8192, 0, 0, 1.0f, 1, 0, 1, FLASHCL_SOFTMAX_ROW_IN_REGISTERS, 0},
