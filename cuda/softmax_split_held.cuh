@@ -535,10 +535,13 @@ __device__ void softmax_split_held_pipelined(const fc_softmax_args &a) {
             completes = before + 1 == (unsigned long long)slices;
         return m;
     };
-    /* MERGED_ONCE: the row that ticket t's slice completed (thread 0's `completes`) is merged
-     * before the block next waits, with its registers free where that wait is for another row
-     * (at the loop's top, the slice parked), at once where it is for this same row. */
-    const auto merge_completed = [&](int t) {
+    /* MERGED_ONCE: the row that ticket t's slice completed (thread 0's `completes`, from the
+     * block's last take) is merged before the block next waits, with its registers free where
+     * that wait is for another row (at the loop's top, the slice parked), at once where it is
+     * for this same row. */
+    const auto merge_if_completed = [&](int t) {
+        __syncthreads(); /* thread 0's completes */
+        if (!completes) return; /* uniform across the block */
         const int row = t / slices;
         const float2 r = merge_words<TPB>(row_words(state, slices, row), slices, warp_slots);
         if (threadIdx.x == 0) store_word(row_merged(state, a.rows, slices, row), md_pack(r.x, r.y));
@@ -552,20 +555,14 @@ __device__ void softmax_split_held_pipelined(const fc_softmax_args &a) {
         held.park(parked);
         parked_max[threadIdx.x] = m;
         const int p = t;
-        if (MERGED_ONCE && deferred) {
-            __syncthreads(); /* thread 0's completes */
-            if (completes) merge_completed(p); /* uniform across the block */
-        }
+        if (MERGED_ONCE && deferred) merge_if_completed(p);
         t = draw();
         const int row = p / slices, slice = p - row * slices;
         if (t < total) {
             m = take(t);
             if (MERGED_ONCE) {
                 deferred = t / slices != row;
-                if (!deferred) {
-                    __syncthreads(); /* thread 0's completes */
-                    if (completes) merge_completed(t);
-                }
+                if (!deferred) merge_if_completed(t);
             }
         }
         float2 r;
