@@ -3,6 +3,7 @@
  * cubin for sm_80/86/89/90a, else the compute_90 PTX, JIT-compiled once and cached by the
  * driver in ~/.nv/ComputeCache). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -94,15 +95,70 @@ static flashcl_status size_staged_kernel(fc_cuda_context *ctx, int dt) {
 }
 
 /* How many blocks of the split-held kernels an SM holds at once (static shared memory only).
- * The pipelined one parks a slice in 32 KiB of shared memory per block: it asks for the largest
- * shared-memory carveout, so that its register-bound 4 blocks per SM are not cut to what the
- * default L1 split leaves. That is a hint, whose refusal changes nothing but the occupancy below,
- * which says what the driver grants. */
-static CUresult size_pipelined_kernel(CUfunction f, int *blocks_per_sm) {
-    if (fc_cu()->FuncSetAttribute(f, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
-                                  CU_SHAREDMEM_CARVEOUT_MAX_SHARED) != CUDA_SUCCESS) {
-        /* only a hint: the occupancy query below tells what the default grants */
-    }
+ *
+ * The pipelined ones park a slice in 32 KiB of shared memory per block, and run
+ * FC_SOFTMAX_SPLIT_HELD_BLOCKS_PER_SM blocks an SM (their register cap). They ask for the
+ * smallest shared-memory carveout that holds that many blocks, and leave the rest of the SM's
+ * 256 KiB to L1: the slices' loads go through L1, and the carveout that leaves it only 28 KiB
+ * (the largest, which this kernel asked for before) cost 2-8 % on every pipelined shape. H100,
+ * 2026-12-06, compare_torch.py, ms, two rounds, this carveout (about 61 % there) against the
+ * largest (bench/results/2026-12-06-h100-s41-carveout.txt): 8x8388608 f16 0.1031-0.1027
+ * against 0.1108-0.1109, bf16 0.1041-0.1035 against 0.1120-0.1120, f32 0.2288-0.2279 against
+ * 0.2316-0.2320; 16x4194304 f16 0.0968-0.0968 against 0.1039-0.1040, f32 0.1970-0.1962
+ * against 0.2056-0.2059; 64x1048576 f16 0.0946-0.0944 against 0.0998-0.1000; 6x6000000 f32
+ * 0.1283-0.1281 against 0.1377-0.1396. 72 % and the driver's own choice time as this does.
+ * The carveout is only a hint: where the occupancy it gives falls short of the blocks wanted,
+ * the largest one is asked for instead, and the occupancy query says what the driver grants
+ * either way. */
+static int device_attribute(CUdevice device, CUdevice_attribute attribute) {
+    int value = 0;
+    if (fc_cu()->DeviceGetAttribute(&value, attribute, device) != CUDA_SUCCESS) return 0;
+    return value;
+}
+
+/* The percentage of the SM's largest shared memory that `blocks` blocks of f need (their
+ * static shared memory and the driver's reservation per block), rounded up; the largest where
+ * the sizes cannot be read. */
+static int carveout_for(CUfunction f, CUdevice device, int blocks) {
+    int shared = 0;
+    const int per_sm =
+        device_attribute(device, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR);
+    const int reserved =
+        device_attribute(device, CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK);
+    if (fc_cu()->FuncGetAttribute(&shared, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f) !=
+            CUDA_SUCCESS ||
+        per_sm <= 0)
+        return CU_SHAREDMEM_CARVEOUT_MAX_SHARED;
+    const long need = (long)blocks * (shared + reserved);
+    const long percent = (100 * need + per_sm - 1) / per_sm;
+    return percent >= 100 ? CU_SHAREDMEM_CARVEOUT_MAX_SHARED : (int)percent;
+}
+
+/* FLASHCL_CUDA_SOFTMAX_PIPELINED_CARVEOUT=n (a percentage 0-100, or -1 for the driver's own
+ * choice) replaces the carveout asked for, for A/B runs; -2 or unset: carveout_for's. */
+static int forced_carveout(void) {
+    const char *v = getenv("FLASHCL_CUDA_SOFTMAX_PIPELINED_CARVEOUT");
+    char *end;
+    const long n = v && *v ? strtol(v, &end, 10) : -2;
+    return v && *v && *end == '\0' && n >= -1 && n <= 100 ? (int)n : -2;
+}
+
+static CUresult size_pipelined_kernel(CUfunction f, CUdevice device, int *blocks_per_sm) {
+    const int forced = forced_carveout();
+    const int carveout =
+        forced >= -1 ? forced : carveout_for(f, device, FC_SOFTMAX_SPLIT_HELD_BLOCKS_PER_SM);
+    CUresult r;
+    /* a refused hint changes nothing but the occupancy, which the query below reads */
+    (void)fc_cu()->FuncSetAttribute(f, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
+                                    carveout);
+    r = fc_cu()->OccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, f,
+                                                           FC_SOFTMAX_SPLIT_HELD_THREADS, 0);
+    if (r != CUDA_SUCCESS || forced >= -1 ||
+        *blocks_per_sm >= FC_SOFTMAX_SPLIT_HELD_BLOCKS_PER_SM ||
+        carveout == CU_SHAREDMEM_CARVEOUT_MAX_SHARED)
+        return r;
+    (void)fc_cu()->FuncSetAttribute(f, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
+                                    CU_SHAREDMEM_CARVEOUT_MAX_SHARED);
     return fc_cu()->OccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, f,
                                                               FC_SOFTMAX_SPLIT_HELD_THREADS, 0);
 }
@@ -121,10 +177,10 @@ static flashcl_status size_split_held_kernel(fc_cuda_context *ctx, int dt) {
             &k->softmax_split_held_bits_blocks_per_sm[dt], k->softmax_split_held_bits[dt],
             FC_SOFTMAX_SPLIT_HELD_THREADS, 0);
     if (r == CUDA_SUCCESS)
-        r = size_pipelined_kernel(k->softmax_split_held_pipelined[dt],
+        r = size_pipelined_kernel(k->softmax_split_held_pipelined[dt], ctx->device,
                                   &k->softmax_split_held_pipelined_blocks_per_sm[dt]);
     if (r == CUDA_SUCCESS && k->softmax_split_held_pipelined_merged[dt])
-        r = size_pipelined_kernel(k->softmax_split_held_pipelined_merged[dt],
+        r = size_pipelined_kernel(k->softmax_split_held_pipelined_merged[dt], ctx->device,
                                   &k->softmax_split_held_pipelined_merged_blocks_per_sm[dt]);
     if (r == CUDA_SUCCESS && k->softmax_split_held_wide[dt])
         r = fc_cu()->OccupancyMaxActiveBlocksPerMultiprocessor(

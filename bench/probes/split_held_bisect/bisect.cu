@@ -187,8 +187,13 @@ struct Run {
     const void *kernel;
 };
 
-int main() {
+// Session 41's third round (`bisect carveout`): the library asks for the largest shared-memory
+// carveout for this kernel (L1 then keeps 28 of the SM's 256 KiB); session 38's reduced kernel
+// never set one, so the driver chose one that just fits its 4 blocks, leaving L1 more room.
+// Every kernel here at carveout 100, at the driver's default (-1) and at 72 % (164 KiB).
+int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
+    const bool sweep_carveout = argc > 1 && std::strcmp(argv[1], "carveout") == 0;
     const int rows = 8;
     const long cols = 8388608, slices = cols / COLS;
     const size_t n = (size_t)rows * cols, bytes = n * 2;
@@ -237,10 +242,20 @@ int main() {
     cudaEvent_t e0, e1;
     cudaEventCreate(&e0);
     cudaEventCreate(&e1);
-    for (int round = 0; round < 2; round++)
-        for (const Run &run : runs) {
+    const Run sweep[] = {
+        {"library fc_softmax_split_held_pipelined_f16", (const void *)fc_softmax_split_held_pipelined_f16},
+        {"variant F=0 (the library's, rebuilt)", (const void *)variant<0>},
+        {"variant F=COUNT_BATCH|SPLIT_STATE", (const void *)variant<COUNT_BATCH | SPLIT_STATE>},
+        {"variant F=CHEAP|COUNT_BATCH|SPLIT|FLAT|SYNC|MAX_IN_REG", (const void *)variant<CHEAP | COUNT_BATCH | SPLIT_STATE | FLAT_ADDR | SYNC_PARK | MAX_IN_REG>},
+    };
+    const int carveouts[] = {100, -1, 72};
+    const int n_rounds = sweep_carveout ? 6 : 2;
+    for (int round = 0; round < n_rounds; round++)
+        for (const Run &run : sweep_carveout ? std::vector<Run>(sweep, sweep + 4)
+                                             : std::vector<Run>(runs, runs + sizeof runs / sizeof *runs)) {
             int occ;
-            CK(cudaFuncSetAttribute(run.kernel, cudaFuncAttributePreferredSharedMemoryCarveout, 100));
+            const int carveout = sweep_carveout ? carveouts[round % 3] : 100;
+            CK(cudaFuncSetAttribute(run.kernel, cudaFuncAttributePreferredSharedMemoryCarveout, carveout));
             CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, run.kernel, TPB, 0));
             const int grid = std::min<long>((long)sms * occ, rows * slices);
             std::vector<float> ts;
@@ -272,9 +287,19 @@ int main() {
                     if (!(err <= worst)) worst = err;
                 }
             }
-            printf("round %d %-46s grid %d (%d/SM): min %.4f med %.4f ms, relerr %.2e\n", round,
-                   run.name, grid, occ, ts[2], ts[2 + (ts.size() - 2) / 2], worst);
+            printf("round %d carveout %4d %-46s grid %d (%d/SM): min %.4f med %.4f ms, relerr %.2e\n",
+                   round, carveout, run.name, grid, occ, ts[2], ts[2 + (ts.size() - 2) / 2], worst);
         }
+    if (sweep_carveout) { // the reduced kernel under each carveout too
+        for (int c : carveouts) {
+            CK(cudaFuncSetAttribute((const void *)held<true, 256, 8, 1, 0>, cudaFuncAttributePreferredSharedMemoryCarveout, c));
+            CK(cudaFuncSetAttribute((const void *)held<true, 256, 8, 0, 0>, cudaFuncAttributePreferredSharedMemoryCarveout, c));
+            printf("carveout %d:\n", c);
+            runheld<true, 256, 8, 1, 0>(8, cols, "probe: held count+batch");
+            runheld<true, 256, 8, 0, 0>(8, cols, "probe: held gather(lib)");
+        }
+        return 0;
+    }
     // the reduced kernel of session 38's probe (count, then batched words), same shape
     runheld<true, 256, 8, 1, 0>(8, cols, "probe: held count+batch");
     runheld<true, 256, 8, 0, 0>(8, cols, "probe: held gather(lib)");
