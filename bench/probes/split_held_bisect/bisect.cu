@@ -29,7 +29,28 @@ enum : int {
                        // instead of the one 64-bit state array
     FLAT_ADDR = 256,   // slice t at x + t * COLS (rows back to back), no row / room arithmetic
     SYNC_PARK = 512,   // a barrier after parking, before the next draw (the reduced kernel's)
+    // session 41's fourth round: the slice loads' cache hints (the carveout showed that L1 room
+    // matters to these loads); with LDG, ld.global.nc.L1::no_allocate
+    L1_NO_ALLOC = 1024, // ld.global.L1::no_allocate: the lines are not kept in L1
+    LD_CS = 2048,       // ld.global.cs: evict-first ("streaming") in L1 and L2
 };
+
+template <int F> FC_DEVICE uint4 load_slice_vec(const uint4 *p) {
+    uint4 v;
+    if constexpr ((F & L1_NO_ALLOC) && (F & LDG))
+        asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+            : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+    else if constexpr (F & L1_NO_ALLOC)
+        asm volatile("ld.global.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+                     : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+    else if constexpr (F & LD_CS)
+        v = __ldcs(p);
+    else if constexpr (F & LDG)
+        v = __ldg(p);
+    else
+        v = *p;
+    return v;
+}
 
 // SPLIT_STATE's counters (zeroed by the host before each launch)
 __device__ unsigned *g_ticket, *g_arrivals;
@@ -70,7 +91,7 @@ __global__ void __launch_bounds__(TPB, FC_SOFTMAX_SPLIT_HELD_BLOCKS_PER_SM) vari
                                                                (a.cols - room) * 2);
 #pragma unroll
         for (int k = 0; k < NV; k++)
-            raw[k] = inside(k, room) ? ((F & LDG) ? __ldg(p + k * TPB) : p[k * TPB])
+            raw[k] = inside(k, room) ? load_slice_vec<F>(p + k * TPB)
                                      : make_uint4(0u, 0u, 0u, 0u);
         unsigned acc = 0xfc00fc00u;
 #pragma unroll
@@ -194,6 +215,7 @@ struct Run {
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     const bool sweep_carveout = argc > 1 && std::strcmp(argv[1], "carveout") == 0;
+    const bool sweep_loads = argc > 1 && std::strcmp(argv[1], "loads") == 0;
     const int rows = 8;
     const long cols = 8388608, slices = cols / COLS;
     const size_t n = (size_t)rows * cols, bytes = n * 2;
@@ -248,13 +270,27 @@ int main(int argc, char **argv) {
         {"variant F=COUNT_BATCH|SPLIT_STATE", (const void *)variant<COUNT_BATCH | SPLIT_STATE>},
         {"variant F=CHEAP|COUNT_BATCH|SPLIT|FLAT|SYNC|MAX_IN_REG", (const void *)variant<CHEAP | COUNT_BATCH | SPLIT_STATE | FLAT_ADDR | SYNC_PARK | MAX_IN_REG>},
     };
-    const int carveouts[] = {100, -1, 72};
-    const int n_rounds = sweep_carveout ? 6 : 2;
+    // `bisect loads` (session 41's fourth round): the slice loads' cache hints at the largest
+    // carveout and at the library's new one (61 % on an H100)
+    const Run loads[] = {
+        {"library fc_softmax_split_held_pipelined_f16", (const void *)fc_softmax_split_held_pipelined_f16},
+        {"variant F=0 (the library's, rebuilt)", (const void *)variant<0>},
+        {"variant F=L1_NO_ALLOC", (const void *)variant<L1_NO_ALLOC>},
+        {"variant F=LDG|L1_NO_ALLOC (nc, no_allocate)", (const void *)variant<LDG | L1_NO_ALLOC>},
+        {"variant F=LD_CS", (const void *)variant<LD_CS>},
+        {"variant F=LDG", (const void *)variant<LDG>},
+    };
+    const int carveouts[] = {100, -1, 72}, load_carveouts[] = {100, 61};
+    const int n_rounds = sweep_carveout ? 6 : sweep_loads ? 6 : 2;
+    std::vector<Run> list = sweep_carveout ? std::vector<Run>(sweep, sweep + 4)
+                            : sweep_loads  ? std::vector<Run>(loads, loads + 6)
+                                           : std::vector<Run>(runs, runs + sizeof runs / sizeof *runs);
     for (int round = 0; round < n_rounds; round++)
-        for (const Run &run : sweep_carveout ? std::vector<Run>(sweep, sweep + 4)
-                                             : std::vector<Run>(runs, runs + sizeof runs / sizeof *runs)) {
+        for (const Run &run : list) {
             int occ;
-            const int carveout = sweep_carveout ? carveouts[round % 3] : 100;
+            const int carveout = sweep_carveout ? carveouts[round % 3]
+                                 : sweep_loads  ? load_carveouts[round % 2]
+                                                : 100;
             CK(cudaFuncSetAttribute(run.kernel, cudaFuncAttributePreferredSharedMemoryCarveout, carveout));
             CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, run.kernel, TPB, 0));
             const int grid = std::min<long>((long)sms * occ, rows * slices);
@@ -290,6 +326,7 @@ int main(int argc, char **argv) {
             printf("round %d carveout %4d %-46s grid %d (%d/SM): min %.4f med %.4f ms, relerr %.2e\n",
                    round, carveout, run.name, grid, occ, ts[2], ts[2 + (ts.size() - 2) / 2], worst);
         }
+    if (sweep_loads) return 0;
     if (sweep_carveout) { // the reduced kernel under each carveout too
         for (int c : carveouts) {
             CK(cudaFuncSetAttribute((const void *)held<true, 256, 8, 1, 0>, cudaFuncAttributePreferredSharedMemoryCarveout, c));
