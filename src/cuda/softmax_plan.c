@@ -53,6 +53,8 @@
  * slices than the pipelined grid's blocks out of the merged kernel (A/B);
  * FLASHCL_CUDA_SOFTMAX_NO_SHIFT=1 loads and stores unaligned rows element by element in the
  * split-held and register kernels, as before the shifted layout (A/B, tests);
+ * FLASHCL_CUDA_SOFTMAX_PIPELINED_CARVEOUT=n replaces the pipelined kernels' shared-memory
+ * carveout (src/cuda/kernels.c; A/B);
  * FLASHCL_CUDA_SOFTMAX_HELD_ROWS=0 keeps 16-bit rows of up to 32768 columns in the register
  * kernels (held_whole_rows);
  * FLASHCL_CUDA_SOFTMAX_TRACE=1 prints the plan of each call on stderr;
