@@ -83,6 +83,67 @@ def check(form, G, S, R):
             return False, st, len(seen)
     return True, None, len(seen)
 
+def check_deep(K, G, S, R):
+    """A deeper pipeline (session 41, a design not built): each block parks up to K slices
+    (a ring in shared memory) besides the one in its registers, and waits only when the ring is
+    full, for its oldest parked slice's row. The block whose take completes a row merges it at
+    once (a merged word per row, as the merged kernel), before it waits for anything. Once the
+    tickets run out, a block drains its ring oldest first. Returns as check() does."""
+    total = R * S
+    init_blocks = tuple(('draw', -1, ()) for _ in range(G))  # (pc, register ticket, parked)
+    init = (0, (0,) * R, (False,) * R, init_blocks)
+    seen = {init}
+    q = deque([init])
+    while q:
+        st = q.popleft()
+        ctr, pub, merged, blocks = st
+        moved = alive = False
+        for b, (pc, t, parked) in enumerate(blocks):
+            if pc == 'exit':
+                continue
+            alive = True
+            nctr, npub, nmerged = ctr, list(pub), list(merged)
+            if pc == 'draw':
+                nctr = ctr + 1
+                nb = ('take', ctr, parked) if ctr < total else ('drain', -1, parked)
+            elif pc == 'take':
+                r = t // S
+                npub[r] += 1
+                if npub[r] == S:
+                    nmerged[r] = True  # merged at once by the completing block
+                nb = ('draw', -1, parked + (t,)) if len(parked) < K else ('wait', t, parked)
+            elif pc == 'wait':  # ring full: store the oldest once its row is merged, park t
+                if not merged[parked[0] // S]:
+                    continue
+                nb = ('draw', -1, parked[1:] + (t,))
+            else:  # drain
+                if not parked:
+                    nb = ('exit', -1, ())
+                elif not merged[parked[0] // S]:
+                    continue
+                else:
+                    nb = ('drain', -1, parked[1:])
+            nblocks = list(blocks); nblocks[b] = nb
+            ns = (nctr, tuple(npub), tuple(nmerged), tuple(nblocks))
+            moved = True
+            if ns not in seen:
+                seen.add(ns); q.append(ns)
+        if alive and not moved:
+            return False, st, len(seen)
+    return True, None, len(seen)
+
+if __name__ == '__main__' and len(sys.argv) > 1 and sys.argv[1] == 'deep':
+    # python3 protocol.py deep: the K = 2 ring, up to one slice past the expected bound
+    # (S <= (K + 1) * G)
+    K = 2
+    for G in (1, 2, 3):
+        for S in range(1, (K + 1) * G + 2):
+            for R in ((1, 2, 3) if G < 3 else (1, 2)):
+                ok, st, n = check_deep(K, G, S, R)
+                print(f"deep K={K} G={G} S={S} R={R}: {'ok' if ok else 'DEADLOCK'} ({n} states)"
+                      + ('' if ok else f' at {st}'))
+    sys.exit(0)
+
 if __name__ == '__main__':
     bad = 0
     for form in ('gather', 'deferred', 'merged'):
