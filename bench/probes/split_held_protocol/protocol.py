@@ -16,19 +16,37 @@ Forms (FORM):
 import sys
 from collections import deque
 
+def explore(init, moves):
+    """Breadth-first over every interleaving. moves(state) gives (alive, successors): whether
+    some block has not exited, and the state after each block's possible step. Returns
+    (deadlock-free, the first deadlocked state or None, states seen)."""
+    seen = {init}
+    q = deque([init])
+    while q:
+        st = q.popleft()
+        alive, nexts = moves(st)
+        if alive and not nexts:
+            return False, st, len(seen)
+        for ns in nexts:
+            if ns not in seen:
+                seen.add(ns); q.append(ns)
+    return True, None, len(seen)
+
+def stepped(blocks, b, nb, ctr, pub, merged):
+    """The state after block b steps to nb, with the shared counters given."""
+    nblocks = list(blocks); nblocks[b] = nb
+    return (ctr, tuple(pub), tuple(merged), tuple(nblocks))
+
 def check(form, G, S, R):
     total = R * S
     # block state: (pc, t, p, completes_flag, deferred)
     # pcs: 'draw0','take0','top','draw','take','wait','store','exit'
     init_blocks = tuple(('draw0', -1, -1, False, True) for _ in range(G))
     init = (0, (0,) * R, (False,) * R, init_blocks)  # ticket counter, published counts, merged flags
-    seen = {init}
-    q = deque([init])
-    while q:
-        st = q.popleft()
+
+    def moves(st):
         ctr, pub, merged, blocks = st
-        moved = False
-        alive = False
+        alive, nexts = False, []
         for b, (pc, t, p, comp, dfr) in enumerate(blocks):
             if pc == 'exit':
                 continue
@@ -74,14 +92,10 @@ def check(form, G, S, R):
                 nb = ('store', t, p, comp, dfr)
             elif pc == 'store':
                 nb = ('exit', t, p, comp, dfr) if t >= total else ('top', t, p, comp, dfr)
-            nblocks = list(blocks); nblocks[b] = nb
-            ns = (nctr, tuple(npub), tuple(nmerged), tuple(nblocks))
-            moved = True
-            if ns not in seen:
-                seen.add(ns); q.append(ns)
-        if alive and not moved:
-            return False, st, len(seen)
-    return True, None, len(seen)
+            nexts.append(stepped(blocks, b, nb, nctr, npub, nmerged))
+        return alive, nexts
+
+    return explore(init, moves)
 
 def check_deep(K, G, S, R):
     """A deeper pipeline (session 41, a design not built): each block parks up to K slices
@@ -92,12 +106,10 @@ def check_deep(K, G, S, R):
     total = R * S
     init_blocks = tuple(('draw', -1, ()) for _ in range(G))  # (pc, register ticket, parked)
     init = (0, (0,) * R, (False,) * R, init_blocks)
-    seen = {init}
-    q = deque([init])
-    while q:
-        st = q.popleft()
+
+    def moves(st):
         ctr, pub, merged, blocks = st
-        moved = alive = False
+        alive, nexts = False, []
         for b, (pc, t, parked) in enumerate(blocks):
             if pc == 'exit':
                 continue
@@ -123,14 +135,10 @@ def check_deep(K, G, S, R):
                     continue
                 else:
                     nb = ('drain', -1, parked[1:])
-            nblocks = list(blocks); nblocks[b] = nb
-            ns = (nctr, tuple(npub), tuple(nmerged), tuple(nblocks))
-            moved = True
-            if ns not in seen:
-                seen.add(ns); q.append(ns)
-        if alive and not moved:
-            return False, st, len(seen)
-    return True, None, len(seen)
+            nexts.append(stepped(blocks, b, nb, nctr, npub, nmerged))
+        return alive, nexts
+
+    return explore(init, moves)
 
 if __name__ == '__main__' and len(sys.argv) > 1 and sys.argv[1] == 'deep':
     # python3 protocol.py deep: the K = 2 ring, up to one slice past the expected bound
