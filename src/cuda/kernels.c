@@ -100,7 +100,7 @@ static flashcl_status size_staged_kernel(fc_cuda_context *ctx, int dt) {
  * FC_SOFTMAX_SPLIT_HELD_BLOCKS_PER_SM blocks an SM (their register cap). They ask for the
  * smallest shared-memory carveout that holds that many blocks, and leave the rest of the SM's
  * 256 KiB to L1: the slices' loads go through L1, and the carveout that leaves it only 28 KiB
- * (the largest, which this kernel asked for before) cost 2-8 % on every pipelined shape. H100,
+ * (the largest, which this kernel asked for before) cost 1-8 % on every pipelined shape. H100,
  * 2026-12-06, compare_torch.py, ms, two rounds, this carveout (about 61 % there) against the
  * largest (bench/results/2026-12-06-h100-s41-carveout.txt): 8x8388608 f16 0.1031-0.1027
  * against 0.1108-0.1109, bf16 0.1041-0.1035 against 0.1120-0.1120, f32 0.2288-0.2279 against
