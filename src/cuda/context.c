@@ -16,7 +16,8 @@
 
 /* ---- devices ------------------------------------------------------------------------------ */
 
-static int device_attribute(const fc_cu_api *cu, CUdevice device, CUdevice_attribute attribute) {
+int fc_cuda_device_attribute(const fc_cu_api *cu, CUdevice device,
+                             CUdevice_attribute attribute) {
     int value = 0;
     if (cu->DeviceGetAttribute(&value, attribute, device) != CUDA_SUCCESS) return 0;
     return value;
@@ -37,7 +38,7 @@ static int usable_ordinal(const fc_cu_api *cu, int index, int *count) {
     for (ordinal = 0; ordinal < n; ordinal++) {
         CUdevice device;
         if (cu->DeviceGet(&device, ordinal) != CUDA_SUCCESS) continue;
-        if (device_attribute(cu, device, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR) <
+        if (fc_cuda_device_attribute(cu, device, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR) <
             FC_CUDA_MIN_MAJOR)
             continue;
         if (usable == index) found = ordinal;
@@ -59,13 +60,14 @@ static void describe(const fc_cu_api *cu, CUdevice device, flashcl_device_info *
     cu->DriverGetVersion(&version);
     snprintf(info->driver, sizeof info->driver, "CUDA %d.%d (sm_%d%d)", version / 1000,
              version % 1000 / 10,
-             device_attribute(cu, device, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR),
-             device_attribute(cu, device, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR));
+             fc_cuda_device_attribute(cu, device, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR),
+             fc_cuda_device_attribute(cu, device, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR));
     if (cu->DeviceTotalMem(&bytes, device) == CUDA_SUCCESS) info->global_mem_bytes = bytes;
     /* What one block may use after opting in (cuFuncSetAttribute), not the 48 KiB default. */
-    info->local_mem_bytes = (size_t)device_attribute(
+    info->local_mem_bytes = (size_t)fc_cuda_device_attribute(
         cu, device, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
-    info->compute_units = device_attribute(cu, device, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+    info->compute_units =
+        fc_cuda_device_attribute(cu, device, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
     info->subgroup_size = 32;
     info->features = FLASHCL_FEATURE_SUBGROUPS | FLASHCL_FEATURE_MATRIX_UNITS |
                      FLASHCL_FEATURE_FP16_ARITH | FLASHCL_FEATURE_GPU;
@@ -169,9 +171,12 @@ static flashcl_status cuda_context_create(int index, const char *cache_dir, void
     }
     describe(cu, ctx->device, &ctx->info);
     ctx->sm_count = ctx->info.compute_units;
-    ctx->cc_major = device_attribute(cu, ctx->device, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
-    ctx->cc_minor = device_attribute(cu, ctx->device, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
-    ctx->cooperative = device_attribute(cu, ctx->device, CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH);
+    ctx->cc_major =
+        fc_cuda_device_attribute(cu, ctx->device, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+    ctx->cc_minor =
+        fc_cuda_device_attribute(cu, ctx->device, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+    ctx->cooperative =
+        fc_cuda_device_attribute(cu, ctx->device, CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH);
     r = cu->DevicePrimaryCtxRetain(&ctx->primary, ctx->device);
     if (r != CUDA_SUCCESS) {
         ctx->primary = NULL;

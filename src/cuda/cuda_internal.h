@@ -169,6 +169,8 @@ typedef struct fc_cuda_context {
 } fc_cuda_context;
 
 /* context.c */
+/* The device's value of `attribute`, 0 where the driver cannot give it. */
+int fc_cuda_device_attribute(const fc_cu_api *cu, CUdevice device, CUdevice_attribute attribute);
 /* Makes the context's primary context current on the calling thread (any thread may call into
  * flashcl) and restores the previous one. Every driver call sits between the two. */
 flashcl_status fc_cuda_enter(fc_cuda_context *ctx);

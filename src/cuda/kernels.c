@@ -110,21 +110,15 @@ static flashcl_status size_staged_kernel(fc_cuda_context *ctx, int dt) {
  * The carveout is only a hint: where the occupancy it gives falls short of the blocks wanted,
  * the largest one is asked for instead, and the occupancy query says what the driver grants
  * either way. */
-static int device_attribute(CUdevice device, CUdevice_attribute attribute) {
-    int value = 0;
-    if (fc_cu()->DeviceGetAttribute(&value, attribute, device) != CUDA_SUCCESS) return 0;
-    return value;
-}
-
 /* The percentage of the SM's largest shared memory that `blocks` blocks of f need (their
  * static shared memory and the driver's reservation per block), rounded up; the largest where
  * the sizes cannot be read. */
 static int carveout_for(CUfunction f, CUdevice device, int blocks) {
     int shared = 0;
-    const int per_sm =
-        device_attribute(device, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR);
-    const int reserved =
-        device_attribute(device, CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK);
+    const int per_sm = fc_cuda_device_attribute(
+        fc_cu(), device, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR);
+    const int reserved = fc_cuda_device_attribute(
+        fc_cu(), device, CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK);
     if (fc_cu()->FuncGetAttribute(&shared, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f) !=
             CUDA_SUCCESS ||
         per_sm <= 0)
