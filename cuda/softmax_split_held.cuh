@@ -145,13 +145,24 @@ template <int DT, int TPB, int ITEMS, bool SHIFTED = false> struct held_bits {
      * are. */
     template <typename B, typename F>
     static FC_DEVICE void each_vector(B bits, int64_t room, float scale, F f) {
+        /* 16-bit inputs at scale 1, softmax's usual case, skip the multiply: x * 1 is x, bit
+         * for bit (the kernels round to nearest without flushing subnormals), so only the
+         * instructions change. The branch is uniform across the grid. Not for f32, whose
+         * merged pipelined kernel then spilled 8 bytes at its 64-register cap (sm_90a). */
+        if (DT != FC_F32 && scale == 1.0f) each_vector_scaled<false>(bits, room, scale, f);
+        else each_vector_scaled<true>(bits, room, scale, f);
+    }
+    template <bool SCALED, typename B, typename F>
+    static FC_DEVICE void each_vector_scaled(B bits, int64_t room, float scale, F f) {
 #pragma unroll
         for (int k = 0; k < NV; k++) {
             if (!inside(k, room)) continue;
             float o[VEC];
             dtype_io<DT>::unpack(bits(k), o);
+            if constexpr (SCALED) {
 #pragma unroll
-            for (int e = 0; e < VEC; e++) o[e] = __fmul_rn(o[e], scale);
+                for (int e = 0; e < VEC; e++) o[e] = __fmul_rn(o[e], scale);
+            }
             f(k, o);
         }
     }
@@ -506,7 +517,10 @@ template <int TPB, typename H> __device__ void softmax_split_held(const fc_softm
 template <int TPB, typename H, bool MERGED_ONCE = false>
 __device__ void softmax_split_held_pipelined(const fc_softmax_args &a) {
     __shared__ uint4 parked[H::NV * TPB];
-    __shared__ float parked_max[TPB]; /* each thread's own max over its parked values */
+    /* Each thread's own max over its parked values: in a register, except in the merged
+     * kernel, which then spilled 8 bytes at its 64-register cap (f32, sm_90a); the bisect probe
+     * timed the register at about 0.5 % of 8x8388608 f16 (MAX_IN_REG). */
+    __shared__ float parked_max_shared[MERGED_ONCE ? TPB : 1];
     __shared__ float2 warp_slots[32];
     __shared__ float2 row_stats;
     __shared__ unsigned ticket, completes;
@@ -551,9 +565,10 @@ __device__ void softmax_split_held_pipelined(const fc_softmax_args &a) {
     float m = take(t);
     bool deferred = MERGED_ONCE; /* the first slice: merged at the loop's top, before any wait */
     for (;;) {
-        /* each thread reads back only its own places of parked and parked_max */
+        /* each thread reads back only its own places of parked and parked_max_shared */
         held.park(parked);
-        parked_max[threadIdx.x] = m;
+        const float parked_max = m;
+        if constexpr (MERGED_ONCE) parked_max_shared[threadIdx.x] = m;
         const int p = t;
         if (MERGED_ONCE && deferred) merge_if_completed(p);
         t = draw();
@@ -576,7 +591,8 @@ __device__ void softmax_split_held_pipelined(const fc_softmax_args &a) {
                                       row_arrivals(state, a.rows, slices, row), slices,
                                       warp_slots, &row_stats);
         }
-        H::store_parked(a, row, slice, parked_max[threadIdx.x], r, parked);
+        H::store_parked(a, row, slice,
+                        MERGED_ONCE ? parked_max_shared[threadIdx.x] : parked_max, r, parked);
         if (t >= total) return;
     }
 }
