@@ -606,3 +606,4 @@ FC_SOFTMAX_FOR_DTYPES(FC_OTHER_KERNELS, 0)
 
 #include "softmax_staged.cuh"
 #include "softmax_split_held.cuh"
+#include "softmax_split_held_ring.cuh"

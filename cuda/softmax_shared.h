@@ -111,5 +111,9 @@ typedef struct fc_softmax_args {
  * SM, slices of half the columns, as the OpenCL cooperative split row's groups of 128. */
 #define FC_SOFTMAX_SPLIT_HELD_NARROW_THREADS 128
 #define FC_SOFTMAX_SPLIT_HELD_NARROW_BLOCKS_PER_SM 8
+/* Its ring form (cuda/softmax_split_held_ring.cuh): RING_SLOTS slices parked a block in dynamic
+ * shared memory (16 bytes x ITEMS / VEC x THREADS each: 32 KiB), RING_BLOCKS_PER_SM blocks an SM. */
+#define FC_SOFTMAX_SPLIT_HELD_RING_SLOTS 2
+#define FC_SOFTMAX_SPLIT_HELD_RING_BLOCKS_PER_SM 3
 
 #endif

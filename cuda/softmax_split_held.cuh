@@ -489,6 +489,29 @@ template <int TPB, typename H> __device__ void softmax_split_held(const fc_softm
     held.store(a, row, slice, m, r);
 }
 
+/* The next ticket of the split state, for every thread of the block (thread 0 draws it into
+ * `ticket`): the pipelined kernels' draw. */
+FC_DEVICE int draw_ticket(unsigned long long *state, unsigned *ticket) {
+    if (threadIdx.x == 0) *ticket = (unsigned)atomicAdd(state, 1ull);
+    __syncthreads();
+    return (int)*ticket;
+}
+
+/* Loads ticket t's slice into held and publishes its block's (m, d), even for a row of one slice
+ * (one word and one count more, but no second path): the thread's own max in m; returns, to
+ * thread 0, the row's arrival count from before it (publish_slice). */
+template <int TPB, typename H>
+FC_DEVICE unsigned long long take_slice(H &held, const fc_softmax_args &a,
+                                        unsigned long long *state, int slices, int t, float &m,
+                                        float2 *warp_slots) {
+    const int row = t / slices, slice = t - row * slices;
+    const float d = held.sum(a, row, slice, m);
+    float bm = m, bd = d;
+    block_merge<TPB>(bm, bd, warp_slots, false);
+    return publish_slice(row_words(state, slices, row), row_arrivals(state, a.rows, slices, row),
+                         slice, make_float2(bm, bd));
+}
+
 /* The pipelined ticketed kernel over held_bits: a grid of at most as many blocks as fit on the
  * GPU at once, each taking tickets until they run out. A block publishes its slice's (m, d),
  * parks the slice's bits in shared memory, then loads and publishes the slice of its next ticket
@@ -528,23 +551,13 @@ __device__ void softmax_split_held_pipelined(const fc_softmax_args &a) {
     clear_previous<TPB>(a);
     /* 32-bit ticket arithmetic: the host keeps rows * slices + blocks below 2^31. */
     const int slices = a.chunks, total = (int)(a.rows * slices);
-    const auto draw = [&]() {
-        if (threadIdx.x == 0) ticket = (unsigned)atomicAdd(state, 1ull);
-        __syncthreads();
-        return (int)ticket;
-    };
+    const auto draw = [&]() { return draw_ticket(state, &ticket); };
     H held;
-    /* Loads ticket t's slice into held and publishes its (m, d), even for a row of one slice
-     * (one word and one count more, but no second path); returns the thread's own max. */
+    /* ticket t's slice into held (take_slice); returns the thread's own max */
     const auto take = [&](int t) {
-        const int row = t / slices, slice = t - row * slices;
         float m;
-        const float d = held.sum(a, row, slice, m);
-        float bm = m, bd = d;
-        block_merge<TPB>(bm, bd, warp_slots, false);
         const unsigned long long before =
-            publish_slice(row_words(state, slices, row), row_arrivals(state, a.rows, slices, row),
-                          slice, make_float2(bm, bd));
+            take_slice<TPB>(held, a, state, slices, t, m, warp_slots);
         if (MERGED_ONCE && threadIdx.x == 0)
             completes = before + 1 == (unsigned long long)slices;
         return m;

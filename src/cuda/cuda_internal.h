@@ -111,6 +111,12 @@ typedef struct fc_cuda_kernels {
      * for 16-bit inputs. */
     CUfunction softmax_split_held_pipelined_merged[FC_CUDA_DTYPES];
     int softmax_split_held_pipelined_merged_blocks_per_sm[FC_CUDA_DTYPES];
+    /* The ring form of the pipelined kernel (cuda/softmax_split_held_ring.cuh, every dtype),
+     * its blocks per SM with its ring of softmax_split_held_ring_smem bytes of dynamic shared
+     * memory a block. */
+    CUfunction softmax_split_held_ring[FC_CUDA_DTYPES];
+    int softmax_split_held_ring_blocks_per_sm[FC_CUDA_DTYPES];
+    unsigned softmax_split_held_ring_smem;
     /* The wide one-ticket kernel for 16-bit inputs held as their bits
      * (FC_SOFTMAX_SPLIT_HELD_WIDE_THREADS a block, NULL for f32) and its blocks per SM. */
     CUfunction softmax_split_held_wide[FC_CUDA_DTYPES];

@@ -111,9 +111,9 @@ static flashcl_status size_staged_kernel(fc_cuda_context *ctx, int dt) {
  * the largest one is asked for instead, and the occupancy query says what the driver grants
  * either way. */
 /* The percentage of the SM's largest shared memory that `blocks` blocks of f need (their
- * static shared memory and the driver's reservation per block), rounded up; the largest where
- * the sizes cannot be read. */
-static int carveout_for(CUfunction f, CUdevice device, int blocks) {
+ * static shared memory, `dynamic` bytes and the driver's reservation per block), rounded up;
+ * the largest where the sizes cannot be read. */
+static int carveout_for(CUfunction f, CUdevice device, int blocks, unsigned dynamic) {
     int shared = 0;
     const int per_sm = fc_cuda_device_attribute(
         fc_cu(), device, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR);
@@ -123,7 +123,7 @@ static int carveout_for(CUfunction f, CUdevice device, int blocks) {
             CUDA_SUCCESS ||
         per_sm <= 0)
         return CU_SHAREDMEM_CARVEOUT_MAX_SHARED;
-    const long need = (long)blocks * (shared + reserved);
+    const long need = (long)blocks * (shared + (long)dynamic + reserved);
     const long percent = (100 * need + per_sm - 1) / per_sm;
     return percent >= 100 ? CU_SHAREDMEM_CARVEOUT_MAX_SHARED : (int)percent;
 }
@@ -137,24 +137,42 @@ static int forced_carveout(void) {
     return v && *v && *end == '\0' && n >= -1 && n <= 100 ? (int)n : -2;
 }
 
-static CUresult size_pipelined_kernel(CUfunction f, CUdevice device, int *blocks_per_sm) {
+/* blocks_per_sm of a pipelined kernel f that wants `wanted` blocks an SM with `dynamic` bytes
+ * of dynamic shared memory a block (the ring's; 0 for the others), its carveout set. */
+static CUresult size_pipelined_kernel(CUfunction f, CUdevice device, int wanted,
+                                      unsigned dynamic, int *blocks_per_sm) {
     const int forced = forced_carveout();
-    const int carveout =
-        forced >= -1 ? forced : carveout_for(f, device, FC_SOFTMAX_SPLIT_HELD_BLOCKS_PER_SM);
+    const int carveout = forced >= -1 ? forced : carveout_for(f, device, wanted, dynamic);
     CUresult r;
     /* a refused hint changes nothing but the occupancy, which the query below reads */
     (void)fc_cu()->FuncSetAttribute(f, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
                                     carveout);
     r = fc_cu()->OccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, f,
-                                                           FC_SOFTMAX_SPLIT_HELD_THREADS, 0);
-    if (r != CUDA_SUCCESS || forced >= -1 ||
-        *blocks_per_sm >= FC_SOFTMAX_SPLIT_HELD_BLOCKS_PER_SM ||
+                                                           FC_SOFTMAX_SPLIT_HELD_THREADS, dynamic);
+    if (r != CUDA_SUCCESS || forced >= -1 || *blocks_per_sm >= wanted ||
         carveout == CU_SHAREDMEM_CARVEOUT_MAX_SHARED)
         return r;
     (void)fc_cu()->FuncSetAttribute(f, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
                                     CU_SHAREDMEM_CARVEOUT_MAX_SHARED);
     return fc_cu()->OccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, f,
-                                                              FC_SOFTMAX_SPLIT_HELD_THREADS, 0);
+                                                              FC_SOFTMAX_SPLIT_HELD_THREADS, dynamic);
+}
+
+/* The ring kernel: its dynamic shared memory allowed (past the default 48 KiB a block), then
+ * sized as the pipelined ones. A GPU whose SM cannot hold one ring block (less than 64 KiB of
+ * shared memory a block) gets 0 blocks an SM, and the host never picks the ring there. */
+static CUresult size_ring_kernel(fc_cuda_context *ctx, int dt) {
+    fc_cuda_kernels *k = &ctx->kernels;
+    CUfunction f = k->softmax_split_held_ring[dt];
+    /* a slot: 8 vectors of 16 bytes a thread (64 16-bit values or 32 f32 ones) */
+    const unsigned smem = FC_SOFTMAX_SPLIT_HELD_RING_SLOTS * FC_SOFTMAX_SPLIT_HELD_THREADS * 8 * 16u;
+    k->softmax_split_held_ring_smem = smem;
+    k->softmax_split_held_ring_blocks_per_sm[dt] = 0;
+    if (fc_cu()->FuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                  (int)smem) != CUDA_SUCCESS)
+        return CUDA_SUCCESS; /* not this GPU: the pipelined kernel stays */
+    return size_pipelined_kernel(f, ctx->device, FC_SOFTMAX_SPLIT_HELD_RING_BLOCKS_PER_SM, smem,
+                                 &k->softmax_split_held_ring_blocks_per_sm[dt]);
 }
 
 static flashcl_status size_split_held_kernel(fc_cuda_context *ctx, int dt) {
@@ -172,10 +190,13 @@ static flashcl_status size_split_held_kernel(fc_cuda_context *ctx, int dt) {
             FC_SOFTMAX_SPLIT_HELD_THREADS, 0);
     if (r == CUDA_SUCCESS)
         r = size_pipelined_kernel(k->softmax_split_held_pipelined[dt], ctx->device,
+                                  FC_SOFTMAX_SPLIT_HELD_BLOCKS_PER_SM, 0,
                                   &k->softmax_split_held_pipelined_blocks_per_sm[dt]);
     if (r == CUDA_SUCCESS && k->softmax_split_held_pipelined_merged[dt])
         r = size_pipelined_kernel(k->softmax_split_held_pipelined_merged[dt], ctx->device,
+                                  FC_SOFTMAX_SPLIT_HELD_BLOCKS_PER_SM, 0,
                                   &k->softmax_split_held_pipelined_merged_blocks_per_sm[dt]);
+    if (r == CUDA_SUCCESS) r = size_ring_kernel(ctx, dt);
     if (r == CUDA_SUCCESS && k->softmax_split_held_wide[dt])
         r = fc_cu()->OccupancyMaxActiveBlocksPerMultiprocessor(
             &k->softmax_split_held_wide_blocks_per_sm[dt], k->softmax_split_held_wide[dt],
@@ -220,6 +241,7 @@ static flashcl_status get_softmax_kernels(fc_cuda_context *ctx, int dt) {
     FC_GET_(softmax_split_held_pipelined, "fc_softmax_split_held_pipelined")
     if (dt == FLASHCL_F32)
         FC_GET_(softmax_split_held_pipelined_merged, "fc_softmax_split_held_pipelined_merged")
+    FC_GET_(softmax_split_held_ring, "fc_softmax_split_held_ring")
     FC_GET_(softmax_split_held_narrow, "fc_softmax_split_held_narrow")
     if (dt != FLASHCL_F32)
         FC_GET_(softmax_split_held_narrow_shifted, "fc_softmax_split_held_narrow_shifted")

@@ -237,18 +237,20 @@ static flashcl_status run_split_held(fc_cuda_context *ctx, const fc_softmax_desc
     if (slices > ctx->sm_count) { /* only the pipelined kernel (plan_split_held) */
         void *params[1] = {a};
         const CUresult r = fc_cu()->LaunchCooperativeKernel(
-            h->kernel, (unsigned)blocks, 1, 1, (unsigned)h->threads, 1, 1, 0,
+            h->kernel, (unsigned)blocks, 1, 1, (unsigned)h->threads, 1, 1, h->smem,
             ctx->stream, params);
         if (r == CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE) return FLASHCL_UNSUPPORTED;
         if (r != CUDA_SUCCESS)
             return fc_fail(r == CUDA_ERROR_OUT_OF_MEMORY ? FLASHCL_OUT_OF_MEMORY
                                                          : FLASHCL_BACKEND_ERROR,
                            "cuLaunchCooperativeKernel(pipelined split-held softmax kernel, %llu "
-                           "blocks of %d) failed: %s (%d)",
-                           (unsigned long long)blocks, h->threads,
+                           "blocks of %d, %u bytes of shared memory) failed: %s (%d)",
+                           (unsigned long long)blocks, h->threads, h->smem,
                            fc_cu_error_name(r), (int)r);
     } else {
-        st = launch(ctx, h->kernel, blocks, (unsigned)h->threads, a, "split-held softmax kernel");
+        const unsigned gx = blocks > FC_MAX_GRID_X ? FC_MAX_GRID_X : (unsigned)blocks;
+        st = fc_cuda_launch(ctx, h->kernel, gx, (unsigned)((blocks + gx - 1) / gx),
+                            (unsigned)h->threads, h->smem, a, 1, "split-held softmax kernel");
         if (st != FLASHCL_SUCCESS) return st;
     }
     fc_cuda_split_state_commit(ctx, &state);
@@ -279,7 +281,8 @@ static void trace_plan(const fc_cuda_context *ctx, const fc_softmax_desc *d,
     if (plan == FC_CUDA_PLAN_SPLIT_HELD)
         fprintf(stderr, " slices %lld of %lld columns (blocks of %d, %d per SM fit%s)",
                 (long long)slices, (long long)h->slice_cols, h->threads, h->blocks_per_sm,
-                h->merged      ? ", pipelined, merged"
+                h->ring        ? ", pipelined, ring"
+                : h->merged    ? ", pipelined, merged"
                 : h->pipelined ? ", pipelined"
                 : h->shift     ? ", shifted rows"
                                : "");

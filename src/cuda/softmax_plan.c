@@ -32,7 +32,9 @@
  *                     one per block (4 per SM: ~4.3M and ~8.6M columns); f32 rows of up to
  *                     twice that (~8.6M columns) take the merged pipelined form, where the
  *                     block that completes a row merges its (max, sum) once for all the
- *                     others to read. Rows that do not
+ *                     others to read; rows of up to three times the grid's blocks
+ *                     (~19M 16-bit columns) take the ring form, whose blocks park two
+ *                     slices each (cuda/softmax_split_held_ring.cuh). Rows that do not
  *                     start 16-byte aligned (odd lengths, element offsets) are held in their
  *                     shifted layout, counted from the 16-byte boundary before each row, so
  *                     that their vectors load and store 16 bytes at a time: f32 as floats,
@@ -51,6 +53,8 @@
  * n slices to the pipelined kernel (by default rows of 32 or more, when they are more slices
  * than its grid's blocks); FLASHCL_CUDA_SOFTMAX_PIPELINE_MERGED=0 keeps f32 rows of more
  * slices than the pipelined grid's blocks out of the merged kernel (A/B);
+ * FLASHCL_CUDA_SOFTMAX_PIPELINE_RING=1 gives every pipelined row the ring kernel, =0 none (by
+ * default rows longer than the pipelined kernels take; A/B, tests);
  * FLASHCL_CUDA_SOFTMAX_NO_SHIFT=1 loads and stores unaligned rows element by element in the
  * split-held and register kernels, as before the shifted layout (A/B, tests);
  * FLASHCL_CUDA_SOFTMAX_PIPELINED_CARVEOUT=n replaces the pipelined kernels' shared-memory
@@ -285,6 +289,33 @@ static int narrow_bits(const fc_cuda_context *ctx, int64_t cols) {
             cols % FC_SPLIT_HELD_BITS_SLICE <= FC_SPLIT_HELD_NARROW_BITS_SLICE);
 }
 
+/* Whether a pipelined row of `slices` slices takes the ring kernel
+ * (cuda/softmax_split_held_ring.cuh) rather than the pipelined kernel h (its merged form for f32
+ * rows of more slices than its grid's blocks): only where three ring blocks fit an SM, and only
+ * rows of more slices than h takes (cooperatively: its grid's blocks, or twice that less one
+ * merged), which would otherwise leave the split-held kernels. The ring's three blocks an SM are
+ * slower than the pipelined kernels' four wherever those take the row, even where a row waits
+ * for its slices most (H100, 2026-12-06, compare_torch.py, ms, ring against main, two rounds:
+ * 8x8388608 f16 0.1087-0.1086 against 0.1023-0.1043, f32 0.2421-0.2418 against 0.2285-0.2288;
+ * 16x4194304 f16 0.1059-0.1056 against 0.0967-0.0978; 64x1048576 f16 0.1017-0.1016 against
+ * 0.0942-0.0945; but 6x6000000 f32, 733 slices in the merged kernel, 0.1211-0.1206 against
+ * 0.1280-0.1285), and past them it is the faster plan: 4x16777216 16-bit (1024 slices) 0.1255
+ * against the two-kernel split's 0.1484-0.1488 (bench/results/2026-12-06-h100-s42-ring.txt;
+ * on the commit, 72-77 % of copy for 16-bit 4x16777216, 2x16777216 and 1x19000000: -ring-verify).
+ * FLASHCL_CUDA_SOFTMAX_PIPELINE_RING=1 gives it every pipelined row (tests, A/B), =0 none. */
+static int ring_suits(const fc_cuda_context *ctx, const fc_softmax_desc *d, int64_t slices,
+                      const fc_cuda_held_kernels *h) {
+    const int dt = (int)d->x_dtype;
+    const long forced = fc_env_long("FLASHCL_CUDA_SOFTMAX_PIPELINE_RING", -1);
+    const int64_t fit = blocks_fit(ctx, h->blocks_per_sm);
+    if (!ctx->kernels.softmax_split_held_ring[dt] || !ctx->cooperative ||
+        ctx->kernels.softmax_split_held_ring_blocks_per_sm[dt] !=
+            FC_SOFTMAX_SPLIT_HELD_RING_BLOCKS_PER_SM ||
+        forced == 0)
+        return 0;
+    return forced == 1 || slices > (h->merged ? 2 * fit - 1 : fit);
+}
+
 fc_cuda_held_kernels fc_cuda_pick_held(const fc_cuda_context *ctx, const fc_softmax_desc *d,
                               const fc_softmax_args *a) {
     const fc_cuda_kernels *k = &ctx->kernels;
@@ -308,6 +339,13 @@ fc_cuda_held_kernels fc_cuda_pick_held(const fc_cuda_context *ctx, const fc_soft
             h.kernel = k->softmax_split_held_pipelined_merged[dt];
             h.blocks_per_sm = k->softmax_split_held_pipelined_merged_blocks_per_sm[dt];
             h.merged = 1;
+        }
+        if (ring_suits(ctx, d, slices, &h)) {
+            h.kernel = k->softmax_split_held_ring[dt];
+            h.blocks_per_sm = k->softmax_split_held_ring_blocks_per_sm[dt];
+            h.smem = k->softmax_split_held_ring_smem;
+            h.merged = 0;
+            h.ring = 1;
         }
     } else if (bits && !f32 && k->softmax_split_held_narrow[dt] && narrow_bits(ctx, d->cols)) {
         /* 16-bit rows whose last 16384-column slice would be at most half full, in blocks of 128
@@ -404,6 +442,7 @@ int64_t fc_cuda_plan_split_held(const fc_cuda_context *ctx, const fc_softmax_des
                                const fc_cuda_held_kernels *h) {
     const int64_t fit = blocks_fit(ctx, h->blocks_per_sm);
     const int64_t cap = h->blocks_per_sm <= 0 ? 0
+                        : h->ring && ctx->cooperative ? 3 * fit - 1
                         : h->merged && ctx->cooperative ? 2 * fit - 1
                         : h->pipelined && ctx->cooperative ? fit
                         : ctx->sm_count;

@@ -71,6 +71,8 @@ typedef struct fc_cuda_held_kernels {
     int threads;   /* per block */
     int pipelined; /* a grid of at most blocks_per_sm per SM, each block taking tickets */
     int merged;    /* pipelined, rows of up to twice its grid's blocks: the merged kernel */
+    int ring;      /* pipelined, rows of up to three times its grid's blocks: the ring kernel */
+    unsigned smem; /* dynamic shared memory a block (the ring's; 0 for the others) */
     int64_t shift; /* columns a row's shifted layout may add before it (0: not shifted) */
 } fc_cuda_held_kernels;
 

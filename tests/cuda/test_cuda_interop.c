@@ -417,7 +417,9 @@ static void test_softmax_on_wrapped_memory(void **state) {
  * what rows whose length is not a multiple of a 16-byte vector get), the one-ticket bits-held
  * one in blocks of 256 (NO_NARROW=1) and the pipelined one
  * (FLASHCL_CUDA_SOFTMAX_PIPELINE_SLICES=1), on launches of fewer slices than its grid holds and
- * of more (its blocks then take several tickets each). Each is checked against host_ref. The
+ * of more (its blocks then take several tickets each), and its ring form
+ * (FLASHCL_CUDA_SOFTMAX_PIPELINE_RING=1 too; where three ring blocks fit an SM), which must
+ * match the pipelined kernel bit for bit on every shape. Each is checked against host_ref. The
  * pipelined kernel computes the one-ticket kernels' expressions over the same slices, so it
  * must match them bit for bit: the f32-held one for f32 inputs, the bits-held one in blocks of
  * 256 for 16-bit ones. Holders of 16-bit inputs over other slices sum over different trees, so
@@ -451,6 +453,12 @@ static void test_split_held_kernels_agree(void **state) {
                   {FLASHCL_F16, FLASHCL_F16, 2, 8388608, 0, 1.0f, 1},
                   {FLASHCL_BF16, FLASHCL_F32, 3, 4194304, 1, 0.75f, 1}, /* scaled path */
                   {FLASHCL_F32, FLASHCL_F32, 2, 4194304, 0, 1.0f, 1},
+                  /* 1024 slices a row: the merged pipelined kernel (more slices than its grid
+                   * has blocks), the ring past twice its grid's (three blocks an SM) */
+                  {FLASHCL_F32, FLASHCL_F32, 2, 8388608, 1, 1.0f, 1},
+                  /* 1024 16-bit slices a row: more than the pipelined kernel takes (4 blocks an
+                   * SM), so AUTO's ring kernel where 3 ring blocks fit an SM */
+                  {FLASHCL_F16, FLASHCL_F16, 1, 16777216, 0, 1.0f, 1},
                   /* 130 narrow slices of 4096 (AUTO's one-ticket kernel on a GPU of at least
                    * 130 SMs): past 128 slices a row, gather_row_stats' block form there too */
                   {FLASHCL_F32, FLASHCL_F32, 2, 532480, 1, 1.0f, 1}};
@@ -462,13 +470,14 @@ static void test_split_held_kernels_agree(void **state) {
         const size_t x_bytes = n * host_ref_dtype_size(xt), y_bytes = n * host_ref_dtype_size(yt);
         unsigned char *x_host = malloc(x_bytes), *y_first = malloc(y_bytes);
         unsigned char *y_host = malloc(y_bytes), *y_bits = malloc(y_bytes);
+        unsigned char *y_pipelined = malloc(y_bytes);
         float *row = malloc((size_t)cols * sizeof *row);
         char what[96];
         flashcl_softmax_params params = {shapes[s].scale, shapes[s].log, FLASHCL_SOFTMAX_AUTO};
         flashcl_buffer *xb = NULL, *yb = NULL;
         flashcl_tensor x, y;
         uint64_t seed = 777;
-        assert_true(x_host && y_first && y_host && y_bits && row);
+        assert_true(x_host && y_first && y_host && y_bits && y_pipelined && row);
         for (int64_t r = 0; r < rows; r++) {
             fill_row(row, cols, r, 1, &seed);
             for (int64_t j = 0; j < cols; j++) host_ref_store(xt, x_host, (size_t)(r * cols + j), row[j]);
@@ -484,24 +493,27 @@ static void test_split_held_kernels_agree(void **state) {
         snprintf(what, sizeof what, "%s->%s %lldx%lld scale %g%s", host_ref_dtype_name(xt),
                  host_ref_dtype_name(yt), (long long)rows, (long long)cols,
                  (double)shapes[s].scale, shapes[s].log ? " log" : "");
-        /* kernel 0: AUTO's, 1: f32-held (256), 2: bits-held (256), 3: pipelined; clear 0: by
-         * the kernels, 1: the host */
-        for (int pass = 0; pass < 8; pass++) {
+        /* kernel 0: AUTO's, 1: f32-held (256), 2: bits-held (256), 3: pipelined, 4: its ring
+         * form; clear 0: by the kernels, 1: the host */
+        for (int pass = 0; pass < 10; pass++) {
             const int kernel = pass / 2, host_clears = pass % 2;
-            static const char *const names[] = {"AUTO's", "f32-held", "bits-held", "pipelined"};
+            static const char *const names[] = {"AUTO's", "f32-held", "bits-held", "pipelined",
+                                                "ring"};
             unsigned char *out = host_clears ? y_host : y_first;
             memset(out, 0x5a, y_bytes);
             assert_int_equal(flashcl_buffer_write(yb, 0, out, y_bytes), FLASHCL_SUCCESS); /* poison */
             if (host_clears) setenv("FLASHCL_CUDA_SOFTMAX_HOST_CLEAR", "1", 1);
             if (kernel == 1) setenv("FLASHCL_CUDA_SOFTMAX_NO_HELD_BITS", "1", 1);
             if (kernel == 1 || kernel == 2) setenv("FLASHCL_CUDA_SOFTMAX_NO_NARROW", "1", 1);
-            if (kernel == 3) setenv("FLASHCL_CUDA_SOFTMAX_PIPELINE_SLICES", "1", 1);
+            if (kernel >= 3) setenv("FLASHCL_CUDA_SOFTMAX_PIPELINE_SLICES", "1", 1);
+            if (kernel == 4) setenv("FLASHCL_CUDA_SOFTMAX_PIPELINE_RING", "1", 1);
             if (flashcl_softmax(g_ctx, &params, &x, &y) != FLASHCL_SUCCESS)
                 fail_msg("flashcl_softmax: %s", flashcl_last_error());
             unsetenv("FLASHCL_CUDA_SOFTMAX_HOST_CLEAR");
             unsetenv("FLASHCL_CUDA_SOFTMAX_NO_HELD_BITS");
             unsetenv("FLASHCL_CUDA_SOFTMAX_NO_NARROW");
             unsetenv("FLASHCL_CUDA_SOFTMAX_PIPELINE_SLICES");
+            unsetenv("FLASHCL_CUDA_SOFTMAX_PIPELINE_RING");
             assert_int_equal(flashcl_buffer_read(yb, 0, out, y_bytes), FLASHCL_SUCCESS);
             if (!host_clears) continue;
             if (memcmp(y_first, y_host, y_bytes) != 0)
@@ -516,10 +528,13 @@ static void test_split_held_kernels_agree(void **state) {
             if (kernel == 3 && !shapes[s].other_plans && memcmp(y_bits, y_host, y_bytes) != 0)
                 fail_msg("%s: the pipelined kernel's bits differ from the one-ticket kernel's",
                          what);
+            if (kernel == 3) memcpy(y_pipelined, y_host, y_bytes);
+            if (kernel == 4 && memcmp(y_pipelined, y_host, y_bytes) != 0)
+                fail_msg("%s: the ring kernel's bits differ from the pipelined kernel's", what);
         }
         flashcl_buffer_destroy(xb);
         flashcl_buffer_destroy(yb);
-        free(x_host), free(y_first), free(y_host), free(y_bits), free(row);
+        free(x_host), free(y_first), free(y_host), free(y_bits), free(y_pipelined), free(row);
     }
 }
 
