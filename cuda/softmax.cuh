@@ -1,5 +1,6 @@
 /* Softmax kernels: row in registers, resident split, online chunked, the two-kernel split, and
- * the staged (softmax_staged.cuh) and split-held (softmax_split_held.cuh) kernels.
+ * the staged (softmax_staged.cuh) and split-held (softmax_split_held.cuh; their exchange in
+ * softmax_split_exchange.cuh, the ring form in softmax_split_held_ring.cuh) kernels.
  *
  * Numbers follow torch.softmax / torch.log_softmax: s = x * scale rounded to f32 first (never
  * contracted into a later subtraction: with |x| ~ 1e30 that would cost the whole result),
