@@ -23,7 +23,8 @@ static int rows_aligned(uint64_t address, int64_t rows, int64_t stride, size_t b
     return address % align == 0 && (rows == 1 || ((uint64_t)stride * bytes) % align == 0);
 }
 
-/* Launches f over `blocks` blocks (a 2-D grid past gridDim.x's limit) on the context's stream,
+/* Launches f over `blocks` blocks (a 2-D grid past gridDim.x's limit) with `smem` bytes of
+ * dynamic shared memory each (0 but for the split-held ring kernel) on the context's stream,
  * as a programmatic dependent of the kernel before it where the device allows (fc_cuda_launch):
  * every kernel launched here begins with dependent_launch_enter (cuda/common.cuh). Between
  * flashcl calls that hides the launch gap, and the first blocks of short 16-bit rows fetch
@@ -32,10 +33,11 @@ static int rows_aligned(uint64_t address, int64_t rows, int64_t stride, size_t b
  * f16 0.0059 / 0.0077; 16384x1024 f32 0.0337 / 0.0360, 4096x4096 f16 0.0188 / 0.0202; rows of
  * 32768 columns and more 0.5-1 % (bench/results/2026-11-27-session32.md). */
 static flashcl_status launch(fc_cuda_context *ctx, CUfunction f, uint64_t blocks,
-                             unsigned threads, fc_softmax_args *args, const char *what) {
+                             unsigned threads, unsigned smem, fc_softmax_args *args,
+                             const char *what) {
     unsigned gx = blocks > FC_MAX_GRID_X ? FC_MAX_GRID_X : (unsigned)blocks;
     unsigned gy = (unsigned)((blocks + gx - 1) / gx);
-    return fc_cuda_launch(ctx, f, gx, gy, threads, 0, args, 1, what);
+    return fc_cuda_launch(ctx, f, gx, gy, threads, smem, args, 1, what);
 }
 
 /* Rows in registers. Rows of x that do not start 16-byte aligned run in their shifted layout
@@ -85,14 +87,15 @@ static flashcl_status run_rows(fc_cuda_context *ctx, const fc_softmax_desc *d,
         (uint64_t)(fc_cuda_row_configs[c].block / fc_cuda_row_configs[c].group);
     return launch(ctx, ctx->kernels.softmax_rows[c][d->x_dtype],
                   fc_cuda_ceil_div((uint64_t)d->rows, groups_per_block),
-                  (unsigned)fc_cuda_row_configs[c].block, a, "row-in-registers softmax kernel");
+                  (unsigned)fc_cuda_row_configs[c].block, 0, a,
+                  "row-in-registers softmax kernel");
 }
 
 static flashcl_status run_chunked(fc_cuda_context *ctx, const fc_softmax_desc *d,
                                   fc_softmax_args *a) {
     uint64_t blocks = (uint64_t)d->rows < (1u << 20) ? (uint64_t)d->rows : (1u << 20);
     return launch(ctx, ctx->kernels.softmax_chunked[d->x_dtype], blocks,
-                  FC_SOFTMAX_STREAM_THREADS, a, "online chunked softmax kernel");
+                  FC_SOFTMAX_STREAM_THREADS, 0, a, "online chunked softmax kernel");
 }
 
 /* Two kernels; enough chunks that rows * chunks fills the GPU about twice. */
@@ -113,10 +116,10 @@ static flashcl_status run_split(fc_cuda_context *ctx, const fc_softmax_desc *d,
     a->partials = scratch;
     blocks = items < (1u << 20) ? items : (1u << 20);
     st = launch(ctx, ctx->kernels.softmax_split_stats[d->x_dtype], blocks,
-                FC_SOFTMAX_STREAM_THREADS, a, "split-row statistics softmax kernel");
+                FC_SOFTMAX_STREAM_THREADS, 0, a, "split-row statistics softmax kernel");
     if (st != FLASHCL_SUCCESS) return st;
     return launch(ctx, ctx->kernels.softmax_split_normalize[d->x_dtype], blocks,
-                  FC_SOFTMAX_STREAM_THREADS, a, "split-row normalisation softmax kernel");
+                  FC_SOFTMAX_STREAM_THREADS, 0, a, "split-row normalisation softmax kernel");
 }
 
 /* Scratch for the resident split and the staged kernel, whose chunks of a row exchange their
@@ -248,9 +251,8 @@ static flashcl_status run_split_held(fc_cuda_context *ctx, const fc_softmax_desc
                            (unsigned long long)blocks, h->threads, h->smem,
                            fc_cu_error_name(r), (int)r);
     } else {
-        const unsigned gx = blocks > FC_MAX_GRID_X ? FC_MAX_GRID_X : (unsigned)blocks;
-        st = fc_cuda_launch(ctx, h->kernel, gx, (unsigned)((blocks + gx - 1) / gx),
-                            (unsigned)h->threads, h->smem, a, 1, "split-held softmax kernel");
+        st = launch(ctx, h->kernel, blocks, (unsigned)h->threads, h->smem, a,
+                    "split-held softmax kernel");
         if (st != FLASHCL_SUCCESS) return st;
     }
     fc_cuda_split_state_commit(ctx, &state);

@@ -289,7 +289,7 @@ static int narrow_bits(const fc_cuda_context *ctx, int64_t cols) {
             cols % FC_SPLIT_HELD_BITS_SLICE <= FC_SPLIT_HELD_NARROW_BITS_SLICE);
 }
 
-/* Whether a pipelined row of `slices` slices takes the ring kernel
+/* Whether a pipelined row takes the ring kernel
  * (cuda/softmax_split_held_ring.cuh) rather than the pipelined kernel h (its merged form for f32
  * rows of more slices than its grid's blocks): only where three ring blocks fit an SM, and only
  * rows of more slices than h takes (cooperatively: its grid's blocks, or twice that less one
@@ -303,17 +303,17 @@ static int narrow_bits(const fc_cuda_context *ctx, int64_t cols) {
  * against the two-kernel split's 0.1484-0.1488 (bench/results/2026-12-06-h100-s42-ring.txt;
  * on the commit, 72-77 % of copy for 16-bit 4x16777216, 2x16777216 and 1x19000000: -ring-verify).
  * FLASHCL_CUDA_SOFTMAX_PIPELINE_RING=1 gives it every pipelined row (tests, A/B), =0 none. */
-static int ring_suits(const fc_cuda_context *ctx, const fc_softmax_desc *d, int64_t slices,
+static int ring_suits(const fc_cuda_context *ctx, const fc_softmax_desc *d,
                       const fc_cuda_held_kernels *h) {
     const int dt = (int)d->x_dtype;
     const long forced = fc_env_long("FLASHCL_CUDA_SOFTMAX_PIPELINE_RING", -1);
-    const int64_t fit = blocks_fit(ctx, h->blocks_per_sm);
     if (!ctx->kernels.softmax_split_held_ring[dt] || !ctx->cooperative ||
         ctx->kernels.softmax_split_held_ring_blocks_per_sm[dt] !=
             FC_SOFTMAX_SPLIT_HELD_RING_BLOCKS_PER_SM ||
         forced == 0)
         return 0;
-    return forced == 1 || slices > (h->merged ? 2 * fit - 1 : fit);
+    /* h's own bound (fc_cuda_plan_split_held) says whether h takes the row */
+    return forced == 1 || fc_cuda_plan_split_held(ctx, d, h) == 0;
 }
 
 fc_cuda_held_kernels fc_cuda_pick_held(const fc_cuda_context *ctx, const fc_softmax_desc *d,
@@ -340,7 +340,7 @@ fc_cuda_held_kernels fc_cuda_pick_held(const fc_cuda_context *ctx, const fc_soft
             h.blocks_per_sm = k->softmax_split_held_pipelined_merged_blocks_per_sm[dt];
             h.merged = 1;
         }
-        if (ring_suits(ctx, d, slices, &h)) {
+        if (ring_suits(ctx, d, &h)) {
             h.kernel = k->softmax_split_held_ring[dt];
             h.blocks_per_sm = k->softmax_split_held_ring_blocks_per_sm[dt];
             h.smem = k->softmax_split_held_ring_smem;
