@@ -1,6 +1,7 @@
 /* Host side of the key-parallel decode kernels (cl/attention_decode.cl): their geometry per
- * device (build options), checks, and kernel objects. src/opencl/attention.c chooses them for
- * decode shapes and launches them like the tiled kernels (same arguments and split-KV partials). */
+ * device (build options), checks, and kernel objects. src/opencl/attention_plan.c chooses them
+ * for decode shapes and attention.c launches them like the tiled kernels (same arguments and
+ * split-KV partials). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,8 +86,8 @@ static int keys_valid(const fc_attn_keys_tile *t, int dp, int warp)
     return keys_split_valid(t, t->keys, dp) && keys_split_valid(t, t->keys / 2, dp);
 }
 
-/* FLASHCL_ATTENTION_TILES entries "K128=WG,RT,KB" (the tuning hook of attention.c, which skips
- * entries it does not know). */
+/* FLASHCL_ATTENTION_TILES entries "K128=WG,RT,KB" (the tuning hook of attention_plan.c, which
+ * skips entries it does not know). */
 static void keys_override(fc_attn_keys_tile tiles[FC_ATTN_DIM_CLASSES])
 {
     const char *env = getenv("FLASHCL_ATTENTION_TILES");

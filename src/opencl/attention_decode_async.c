@@ -61,8 +61,8 @@ static int async_valid(const fc_attn_async_tile *t, int dp)
     return 1;
 }
 
-/* FLASHCL_ATTENTION_TILES entries "A128=WG,RT,BK,SL" and "A4_128=..." (attention.c's tuning
- * hook; entries of other kernels are skipped). */
+/* FLASHCL_ATTENTION_TILES entries "A128=WG,RT,BK,SL" and "A4_128=..." (attention_plan.c's
+ * tuning hook; entries of other kernels are skipped). */
 static void async_override(int form, fc_attn_async_tile tiles[FC_ATTN_DIM_CLASSES])
 {
     const char *env = getenv("FLASHCL_ATTENTION_TILES");

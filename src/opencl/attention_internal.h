@@ -1,7 +1,7 @@
-/* What the host files of the attention programs share (src/opencl/attention.c: geometry,
- * programs, forward kernels and launch; attention_decode.c: the key-parallel decode kernels;
- * attention_merge.c: the merge kernels and flashcl_attention_merge). Not part of the library's
- * interface. */
+/* What the host files of the attention programs share (src/opencl/attention_plan.c: geometry,
+ * build options and the forward call's plan; attention.c: the forward launch and the launch
+ * helpers; attention_decode.c: the key-parallel decode kernels; attention_merge.c: the merge
+ * kernels and flashcl_attention_merge). Not part of the library's interface. */
 #ifndef FC_ATTENTION_INTERNAL_H
 #define FC_ATTENTION_INTERNAL_H
 
@@ -64,11 +64,23 @@ int fc_attn_cpu_part(const fc_cl_device *dev);
 extern const int fc_attn_class_dim[FC_ATTN_DIM_CLASSES];
 extern const char *const fc_attn_dtype_name[FC_DTYPE_COUNT];
 
-/* The tiled kernels' geometry per family and head-dim class (attention.c): a pure function of
- * the device, so build options and launches agree; a tile whose columns are 0 is disabled. */
+/* The tiled kernels' geometry per family and head-dim class (attention_plan.c): a pure function
+ * of the device, so build options and launches agree; a tile whose columns are 0 is disabled. */
 typedef struct fc_attention_tile fc_attn_tile;
 void fc_attn_plan(const fc_cl_device *dev,
                   fc_attn_tile tiles[FC_ATTN_FAMILIES][FC_ATTN_DIM_CLASSES]);
+
+/* ---- the forward call's plan (attention_plan.c), launched by attention.c ---- */
+/* The launch plan of one forward call. */
+typedef struct fc_attn_launch {
+    int family, dim_class, ntiles, nsplit, keys_per_split;
+    int per_cu;                 /* work-groups a compute unit is expected to run at once */
+    int heads;                  /* kv heads a work-group takes (fc_attn_decode_vector), else 1 */
+    size_t wg;
+    cl_kernel kernel;
+} fc_attn_launch;
+/* Chooses one forward call's kernel, work-group, tiles and key splits, or fails for its shape. */
+flashcl_status plan_forward(fc_cl_context *ctx, const fc_attention_desc *d, fc_attn_launch *p);
 
 /* ---- key-parallel decode (attention_decode.c) ---- */
 typedef struct fc_attention_keys_tile fc_attn_keys_tile;

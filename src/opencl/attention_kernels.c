@@ -1,6 +1,7 @@
 /* Which attention programs a device builds, and the kernels of each: their creation from the
- * built program and their release. attention.c owns the geometry, the build options and the
- * launches; attention_decode.c and attention_merge.c create the kernels of their own files.
+ * built program and their release. attention_plan.c owns the geometry and the build options,
+ * attention.c the launches; attention_decode.c and attention_merge.c create the kernels of their
+ * own files.
  *
  * GPUs build one program per q/k/v dtype (prefill tiles and the key-parallel decode kernel), so
  * that their driver compiles the three at once, and the merge kernels as one more. CPUs build

@@ -245,7 +245,8 @@ void fc_cl_softmax_release_kernels(fc_cl_context *ctx, int part);
 /* Chooses the variant (or takes the forced one) and enqueues it. desc is already validated. */
 flashcl_status fc_cl_softmax(void *ctx, const fc_softmax_desc *desc);
 
-/* attention.c (owns cl/attention.cl's host side), same shape as softmax.c */
+/* attention*.c (cl/attention.cl's host side: attention_plan.c, attention.c and the others), same
+ * shape as softmax.c */
 int fc_cl_attention_wanted(const fc_cl_device *dev, int part);
 void fc_cl_attention_options(const fc_cl_device *dev, int part, char *out, size_t out_size);
 flashcl_status fc_cl_attention_create_kernels(fc_cl_context *ctx, cl_program program, int part);

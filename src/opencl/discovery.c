@@ -134,7 +134,7 @@ flashcl_status fc_cl_describe(cl_platform_id platform, cl_device_id device, fc_c
      * then ends as if every lane had broken out, and each later loop runs one pass: no error,
      * just a wrong answer (gallivm lp_bld_ir_common.c, lp_exec_mask_function_init and
      * lp_exec_endloop; measured on Mesa 22.3.6, and still so in later versions). Loops the
-     * compiler unrolls do not count. Attention plans its splits around it (attention.c). */
+     * compiler unrolls do not count. Attention plans its splits around it (attention_plan.c). */
     dev->loop_limit = fc_contains_nocase(dev->info.name, "llvmpipe") ? 65535 : 0;
 
     dev->info.backend = FLASHCL_BACKEND_OPENCL;

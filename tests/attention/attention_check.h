@@ -74,7 +74,7 @@ int ta_large(void);
 
 /* Whether the context's device runs the CPU attention kernels (cl/attention_cpu.cl): an OpenCL
  * CPU device but Mesa's llvmpipe, or Oclgrind, which builds them so that the simulator checks
- * them (src/opencl/attention.c). Their families can be forced there with
+ * them (src/opencl/attention_plan.c). Their families can be forced there with
  * FLASHCL_ATTENTION_FAMILY=rows_vector or decode_vector. */
 int ta_cpu_kernels_device(flashcl_context *ctx);
 
