@@ -109,7 +109,7 @@ flashcl_status fc_cl_attention_forward(void *opaque, const fc_attention_desc *d)
     cl_float2 score;
     cl_long2 split_stride;
     void *o_mem, *lse_mem;
-    flashcl_status st = plan_forward(ctx, d, &p);
+    flashcl_status st = fc_attn_plan_forward(ctx, d, &p);
     if (st != FLASHCL_SUCCESS) return st;
     split = p.nsplit > 1;
     /* (batch, group of p.heads kv heads) pairs: the grid's second dimension */

@@ -80,7 +80,8 @@ typedef struct fc_attn_launch {
     cl_kernel kernel;
 } fc_attn_launch;
 /* Chooses one forward call's kernel, work-group, tiles and key splits, or fails for its shape. */
-flashcl_status plan_forward(fc_cl_context *ctx, const fc_attention_desc *d, fc_attn_launch *p);
+flashcl_status fc_attn_plan_forward(fc_cl_context *ctx, const fc_attention_desc *d,
+                                    fc_attn_launch *p);
 
 /* ---- key-parallel decode (attention_decode.c) ---- */
 typedef struct fc_attention_keys_tile fc_attn_keys_tile;

@@ -1,7 +1,7 @@
 /* The plan of the attention programs (cl/attention*.cl): the tile geometry per device and the
  * build options written from it, and for one forward call the choice of kernel (prefill tiles,
  * key-parallel decode, tiled decode, tensor-core or CPU kernels) and of its key splits.
- * attention.c launches what plan_forward chose. Descriptors arrive validated. */
+ * attention.c launches what fc_attn_plan_forward chose. Descriptors arrive validated. */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,10 +103,10 @@ static int is_pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
 int fc_attn_generic_kernels(const fc_cl_device *dev) { return !dev->is_gpu; }
 
 /* CPUs also build the CPU kernels (cl/attention_cpu.cl) into their generic program, and those
- * take every forward call there (plan_forward). So does Oclgrind (a GPU by its device type), in
- * its f32 program, so that the simulator checks them too. Not Mesa's llvmpipe (the one device
- * with a loop limit): its compiler splits every float16 operation into lanes and took over 20
- * minutes and 7 GB on fc_attn_rows_vector (Mesa 22.3.6, 2-core machine), where the generic
+ * take every forward call there (fc_attn_plan_forward). So does Oclgrind (a GPU by its device
+ * type), in its f32 program, so that the simulator checks them too. Not Mesa's llvmpipe (the one
+ * device with a loop limit): its compiler splits every float16 operation into lanes and took over
+ * 20 minutes and 7 GB on fc_attn_rows_vector (Mesa 22.3.6, 2-core machine), where the generic
  * kernels build in about a minute. */
 int fc_attn_cpu_part(const fc_cl_device *dev)
 {
@@ -315,8 +315,8 @@ static int cpu_decode_heads(const fc_cl_context *ctx, const fc_attention_desc *d
  * walks more keys than a driver's loop limit allows: that minimum overrides
  * FLASHCL_ATTENTION_SPLITS); and checks that the shape fits the kernels' 32-bit row and key
  * indices. */
-flashcl_status plan_forward(fc_cl_context *ctx, const fc_attention_desc *d,
-                            fc_attn_launch *p)
+flashcl_status fc_attn_plan_forward(fc_cl_context *ctx, const fc_attention_desc *d,
+                                    fc_attn_launch *p)
 {
     const fc_attention_kernels *ak = &ctx->attention;
     int64_t group = d->heads_q / d->heads_kv, rows = group * d->seqlen_q, bn;
