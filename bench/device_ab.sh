@@ -1,8 +1,9 @@
 #!/bin/bash
 # One lent-GPU call that builds two trees of flashcl and compares them on the CUDA backend:
-# test_cuda_interop on the new tree, then compare_torch.py alternating new and base, then
-# (optionally) compute-sanitizer on flashcl-bench shapes. Everything is logged to $OUT/ab.txt
-# (or ./ab.txt without $OUT); every step has a timeout, so a hung kernel costs that step only.
+# test_cuda_interop and test_cuda_softmax_kernels on the new tree, then compare_torch.py
+# alternating new and base, then (optionally) compute-sanitizer on flashcl-bench shapes.
+# Everything is logged to $OUT/ab.txt (or ./ab.txt without $OUT); every step has a timeout, so a
+# hung kernel costs that step only.
 #
 # The lent machine gets a copy of the working tree without .git, so the base tree travels as an
 # untracked folder made beforehand (delete it before committing):
@@ -18,7 +19,7 @@
 #   --rounds N        alternations of new and base (default 2)
 #   --env 'A=1 B=2'   environment for the new tree's runs only (an A/B switch)
 #   --sanitize LIST   flashcl-bench shapes for memcheck and racecheck (f32,f16) on the new tree
-#   --no-test         skip test_cuda_interop
+#   --no-test         skip test_cuda_interop and test_cuda_softmax_kernels
 #   --step-timeout S  seconds a step may take (default 120)
 # Lessons it encodes: wait for the builds' own PIDs (a bare `wait` also waits for a tee'd
 # process substitution and never returns); line-buffered Python; a timeout on every GPU step.
@@ -53,7 +54,7 @@ build() { # build SRC DIR JOBS TARGETS...
         >"$dir.log" 2>&1
     echo "build of $src: rc $? ($(grep -c 'spill' "$dir.log") lines about spills)"
 }
-build . /tmp/ab-new 10 flashcl test_cuda_interop flashcl-bench &
+build . /tmp/ab-new 10 flashcl test_cuda_interop test_cuda_softmax_kernels flashcl-bench &
 P_NEW=$!
 P_BASE=""
 if [ -d "$BASE" ]; then
@@ -64,12 +65,13 @@ wait $P_NEW $P_BASE
 elapsed "built"
 
 if [ $RUN_TEST = 1 ]; then
-    echo "== FLASHCL_BACKEND=cuda test_cuda_interop (new)"
-    # without --env: the test sets the switches it checks itself, and unsets them after
-    FLASHCL_BACKEND=cuda timeout "$STEP" /tmp/ab-new/tests/cuda/test_cuda_interop 2>&1 |
-        tail -25
-    echo "rc ${PIPESTATUS[0]} (124: timed out)"
-    elapsed "test"
+    for t in test_cuda_interop test_cuda_softmax_kernels; do
+        echo "== FLASHCL_BACKEND=cuda $t (new)"
+        # without --env: the tests set the switches they check themselves, and unset them after
+        FLASHCL_BACKEND=cuda timeout "$STEP" /tmp/ab-new/tests/cuda/$t 2>&1 | tail -25
+        echo "rc ${PIPESTATUS[0]} (124: timed out)"
+        elapsed "$t"
+    done
 fi
 
 for round in $(seq 1 "$ROUNDS"); do

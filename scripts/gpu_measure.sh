@@ -37,7 +37,7 @@ sanitize() {
   local cs=compute-sanitizer
   command -v $cs > /dev/null || cs=/usr/local/cuda/bin/compute-sanitizer
   for tool in memcheck racecheck; do
-    for t in test_cuda_interop test_cuda_attention; do
+    for t in test_cuda_interop test_cuda_softmax_kernels test_cuda_attention; do
       echo "-- $tool $t"
       $cs --tool $tool --report-api-errors no --error-exitcode 9 build-gpu/tests/cuda/$t > "$out/sanitize-$tool-$t.log" 2>&1
       echo "rc=$?"

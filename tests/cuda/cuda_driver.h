@@ -1,6 +1,6 @@
-/* The few CUDA driver calls the interop test makes itself, reached through dlopen like the
- * library does, so that the test builds without cuda.h and runs (skipping) without a driver.
- * The types are the driver's ABI on 64-bit Linux. */
+/* The few CUDA driver calls the interop and kernel tests make themselves (cuda_test_util.c),
+ * reached through dlopen like the library does, so that the tests build without cuda.h and run
+ * (skipping) without a driver. The types are the driver's ABI on 64-bit Linux. */
 #ifndef FLASHCL_TEST_CUDA_DRIVER_H
 #define FLASHCL_TEST_CUDA_DRIVER_H
 
