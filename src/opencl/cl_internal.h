@@ -56,7 +56,7 @@ typedef struct fc_cl_device {
 #define FC_DTYPE_COUNT 3
 enum { FC_PART_F32 = 0, FC_PART_F16 = 1, FC_PART_BF16 = 2, FC_PART_ALL_DTYPES = 3 };
 /* Attention's other parts: the merge kernels, and the tiled decode kernels (built only when
- * FLASHCL_ATTENTION_DECODE_LEGACY is set or the device needs them, see attention.c). */
+ * FLASHCL_ATTENTION_DECODE_LEGACY is set or the device needs them, see attention_kernels.c). */
 enum { FC_ATTN_PART_MERGE = 4, FC_ATTN_PART_TILED_DECODE = 5 };
 /* Most programs one context builds (program.c checks its table against it). */
 #define FC_CL_MAX_PROGRAMS 16
@@ -113,11 +113,11 @@ typedef struct fc_softmax_kernels {
     int part_ready[FC_DTYPE_COUNT];
 } fc_softmax_kernels;
 
-/* Kernels of the attention programs (owned by attention.c): the forward kernel per family
- * (0 prefill: large query tiles; 1 decode: small query tiles for few queries and split-KV),
- * padded head-dim class (64, 128, 256) and dtype, each with the geometry it was compiled for;
- * a NULL kernel is a class this device cannot run, or (decode tiles) one not built. Plus the
- * two merge kernels. */
+/* Kernels of the attention programs (created and released by attention_kernels.c): the
+ * forward kernel per family (0 prefill: large query tiles; 1 decode: small query tiles for few
+ * queries and split-KV), padded head-dim class (64, 128, 256) and dtype, each with the geometry
+ * it was compiled for; a NULL kernel is a class this device cannot run, or (decode tiles) one
+ * not built. Plus the two merge kernels. */
 #define FC_ATTN_FAMILIES 2
 #define FC_ATTN_DIM_CLASSES 3
 typedef struct fc_attention_kernels {
