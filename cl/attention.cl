@@ -28,7 +28,7 @@
  *
  * Geometry: a tuple C,R,TM,TN,DC,VC per kernel (C work-items share a row, R row groups, so the
  * work-group is R·C items, BM = R·TM rows, BN = C·TN keys). The host chooses them per device
- * (src/opencl/attention.c) and passes them with -D; a tuple whose C is 0 disables the kernel.
+ * (src/opencl/attention_plan.c) and passes them with -D; a tuple whose C is 0 disables the kernel.
  * Two families: prefill (large query tiles) and decode (small tiles for G·Sq of a few rows,
  * with split-KV). Kernels exist per family, dtype and padded head dim DP (64, 128, 256): the
  * head dim D itself is a run-time argument (chunks and stores are guarded), DP sizes the O
