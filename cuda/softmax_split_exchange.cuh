@@ -40,7 +40,7 @@ template <int TPB> FC_DEVICE void clear_previous(const fc_softmax_args &a) {
 /* The split state's layout (a.counters, 64-bit words): [0] the ticket counter,
  * [1 + r * slices + s] the word of slice s of row r, [1 + rows * slices + r] row r's arrival
  * count, [1 + rows * slices + rows + r] row r's merged (M, D) where one block merges it (the
- * pipelined kernel's rows of more slices than its grid has blocks). */
+ * merged pipelined kernel's rows). */
 FC_DEVICE unsigned long long *row_words(unsigned long long *state, int slices, int row) {
     return state + 1 + (int64_t)row * slices;
 }

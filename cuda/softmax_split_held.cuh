@@ -151,7 +151,10 @@ template <int DT, int TPB, int ITEMS, bool SHIFTED = false> struct held_bits {
         /* 16-bit inputs at scale 1, softmax's usual case, skip the multiply: x * 1 is x, bit
          * for bit (the kernels round to nearest without flushing subnormals), so only the
          * instructions change. The branch is uniform across the grid. Not for f32, whose
-         * merged pipelined kernel then spilled 8 bytes at its 64-register cap (sm_90a). */
+         * merged pipelined kernel then spilled 8 bytes at its 64-register cap (sm_90a). For
+         * 16-bit inputs it is what keeps the merged pipelined kernel from spilling: with the
+         * scaled path alone it spills 12 bytes there (f16 and bf16, sm_90a, nvcc 13), with
+         * both 0 (see the kernel's instances). */
         if (DT != FC_F32 && scale == 1.0f) each_vector_scaled<false>(bits, room, scale, f);
         else each_vector_scaled<true>(bits, room, scale, f);
     }
@@ -519,8 +522,11 @@ FC_SOFTMAX_FOR_DTYPES(FC_SPLIT_HELD_PIPELINED_KERNEL, 0)
     FC_SPLIT_HELD_ENTRY(split_held_pipelined_merged, dt_name, FC_SOFTMAX_SPLIT_HELD_THREADS,    \
                         FC_SOFTMAX_SPLIT_HELD_BLOCKS_PER_SM,                                    \
                         softmax_split_held_pipelined_merged, FC_HELD_BITS(DT))
-/* f32 only: the 16-bit forms spill at the 64-register cap (12 bytes, sm_90a) */
-FC_SPLIT_HELD_PIPELINED_MERGED_KERNEL(f32, FC_F32, 0)
+/* Every dtype: 64 registers, 0 spill bytes each, at the 64-register cap of four blocks an SM
+ * (nvcc 13, sm_80/86/89/90a). The 16-bit forms spilled 12 bytes when they were first built
+ * (sm_90a); held_bits::each_vector's scale-1 branch is what removed that, and they take it with
+ * no change of their own. */
+FC_SOFTMAX_FOR_DTYPES(FC_SPLIT_HELD_PIPELINED_MERGED_KERNEL, 0)
 /* The wide one-ticket kernel for 16-bit inputs: blocks of WIDE_THREADS (two per SM at 64
  * registers) holding slices of 32768 columns as their bits. The host gives it whole rows of
  * 16385..32768 columns (one slice, no ticket, no exchange): two rows in flight per SM where the

@@ -4,7 +4,7 @@
  * Between the moment a block of the pipelined kernel parks a slice and the moment it waits for
  * that slice's row, its grid loads one slice a block, about as many bytes as the GPU holds in
  * registers (528 blocks x 32 KiB on an H100, 16.5 MB), so a row of more slices than its grid
- * has blocks could deadlock there (the host keeps to that, or twice that for the merged f32
+ * has blocks could deadlock there (the host keeps to that, or twice that less one for the merged
  * form). Here a block parks up to FC_SOFTMAX_SPLIT_HELD_RING_SLOTS (two) slices in a ring of
  * dynamic shared memory besides the one in its registers, and waits only when the ring is full,
  * for its oldest parked slice's row: rows of up to three times its grid's blocks (a 16-bit row

@@ -107,8 +107,8 @@ typedef struct fc_cuda_kernels {
     CUfunction softmax_split_held_pipelined[FC_CUDA_DTYPES];
     int softmax_split_held_pipelined_blocks_per_sm[FC_CUDA_DTYPES];
     /* The same for rows of more slices than its grid has blocks, where the block that completes
-     * a row merges the row's (max, sum) once for all (cuda/softmax_split_held.cuh); f32 only, NULL
-     * for 16-bit inputs. */
+     * a row merges the row's (max, sum) once for all (cuda/softmax_split_held.cuh); every
+     * dtype. */
     CUfunction softmax_split_held_pipelined_merged[FC_CUDA_DTYPES];
     int softmax_split_held_pipelined_merged_blocks_per_sm[FC_CUDA_DTYPES];
     /* The ring form of the pipelined kernel (cuda/softmax_split_held_ring.cuh, every dtype),
