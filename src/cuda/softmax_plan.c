@@ -54,7 +54,8 @@
  * n slices to the pipelined kernel (by default rows of 32 or more, when they are more slices
  * than its grid's blocks); FLASHCL_CUDA_SOFTMAX_PIPELINE_MERGED=0 keeps rows of more
  * slices than the pipelined grid's blocks out of the merged kernel (to the ring kernel where it
- * takes them; A/B);
+ * takes them), =2 gives the merged kernel every pipelined row, also rows of at most the grid's
+ * blocks, any dtype (A/B, tests; default 1: rows of more slices than the grid's blocks);
  * FLASHCL_CUDA_SOFTMAX_PIPELINE_RING=1 gives every pipelined row the ring kernel, =0 none (by
  * default rows longer than the pipelined kernels take; A/B, tests);
  * FLASHCL_CUDA_SOFTMAX_NO_SHIFT=1 loads and stores unaligned rows element by element in the
@@ -330,6 +331,9 @@ fc_cuda_held_kernels fc_cuda_pick_held(const fc_cuda_context *ctx, const fc_soft
     const int64_t slices = (int64_t)fc_cuda_ceil_div((uint64_t)d->cols, (uint64_t)bits_slice);
     const long forced = fc_env_long("FLASHCL_CUDA_SOFTMAX_PIPELINE_SLICES", 0);
     const int64_t fit = blocks_fit(ctx, k->softmax_split_held_pipelined_blocks_per_sm[dt]);
+    /* 0: never the merged kernel; 2: every pipelined row (A/B, tests); else rows of more
+     * slices than the pipelined grid's blocks */
+    const long merged = fc_env_long("FLASHCL_CUDA_SOFTMAX_PIPELINE_MERGED", 1);
     fc_cuda_held_kernels h;
     memset(&h, 0, sizeof h);
     h.threads = FC_SOFTMAX_SPLIT_HELD_THREADS;
@@ -339,8 +343,8 @@ fc_cuda_held_kernels fc_cuda_pick_held(const fc_cuda_context *ctx, const fc_soft
         h.slice_cols = bits_slice;
         h.blocks_per_sm = k->softmax_split_held_pipelined_blocks_per_sm[dt];
         h.pipelined = 1;
-        if (slices > fit && k->softmax_split_held_pipelined_merged[dt] &&
-            fc_env_long("FLASHCL_CUDA_SOFTMAX_PIPELINE_MERGED", 1) != 0) {
+        if (k->softmax_split_held_pipelined_merged[dt] &&
+            (merged == 2 || (merged != 0 && slices > fit))) {
             h.kernel = k->softmax_split_held_pipelined_merged[dt];
             h.blocks_per_sm = k->softmax_split_held_pipelined_merged_blocks_per_sm[dt];
             h.merged = 1;
