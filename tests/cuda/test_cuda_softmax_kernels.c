@@ -1,7 +1,7 @@
 /* The CUDA softmax kernels through flashcl, on the test's own stream (cuda_test_util.c's setup,
  * shared with test_cuda_interop.c). The split-held softmax as clusters and as tickets, holding
- * 16-bit inputs as bits or as f32, in its pipelined and ring forms, must agree bit for bit,
- * whether its blocks or the host cleared its state (forced with the FLASHCL_CUDA_SOFTMAX_*
+ * 16-bit inputs as bits or as f32, in its pipelined, merged and ring forms, must agree bit for
+ * bit, whether its blocks or the host cleared its state (forced with the FLASHCL_CUDA_SOFTMAX_*
  * switches, each set around one call and unset after it); ROW_IN_REGISTERS forced on rows too
  * long for it is refused; and chains of back-to-back calls, each reading the output of the call
  * before it (programmatic dependent launches on compute capability 9.0+), must end in the bits of
@@ -125,9 +125,13 @@ static void test_dependent_launch_chain(void **state) {
  * what rows whose length is not a multiple of a 16-byte vector get), the one-ticket bits-held
  * one in blocks of 256 (NO_NARROW=1) and the pipelined one
  * (FLASHCL_CUDA_SOFTMAX_PIPELINE_SLICES=1), on launches of fewer slices than its grid holds and
- * of more (its blocks then take several tickets each), and its ring form
+ * of more (its blocks then take several tickets each), its ring form
  * (FLASHCL_CUDA_SOFTMAX_PIPELINE_RING=1 too; where three ring blocks fit an SM), which must
- * match the pipelined kernel bit for bit on every shape. Each is checked against host_ref. The
+ * match the pipelined kernel bit for bit on every shape, and its merged form on every row of
+ * every dtype (FLASHCL_CUDA_SOFTMAX_PIPELINE_MERGED=2 too), which must match it bit for bit on
+ * rows of more than 128 slices: the pipelined kernel gathers their words in the merged kernel's
+ * tree (merge_words), shorter rows in warp 0's (FC_SPLIT_HELD_WARP_GATHER_SLICES,
+ * cuda/softmax_split_exchange.cuh). Each is checked against host_ref. The
  * pipelined kernel computes the one-ticket kernels' expressions over the same slices, so it
  * must match them bit for bit: the f32-held one for f32 inputs, the bits-held one in blocks of
  * 256 for 16-bit ones. Holders of 16-bit inputs over other slices sum over different trees, so
@@ -182,6 +186,10 @@ static void test_split_held_kernels_agree(void **state) {
         unsigned char *x_host = malloc(x_bytes), *y_first = malloc(y_bytes);
         unsigned char *y_host = malloc(y_bytes), *y_bits = malloc(y_bytes);
         unsigned char *y_pipelined = malloc(y_bytes);
+        /* the slices of a row held as bits (16384 16-bit columns, 8192 f32 ones: the pipelined
+         * kernels' slices) */
+        const int64_t slices = (cols + (xt == FLASHCL_F32 ? 8191 : 16383)) /
+                               (xt == FLASHCL_F32 ? 8192 : 16384);
         float *row = malloc((size_t)cols * sizeof *row);
         char what[96];
         flashcl_softmax_params params = {shapes[s].scale, shapes[s].log, FLASHCL_SOFTMAX_AUTO};
@@ -205,11 +213,11 @@ static void test_split_held_kernels_agree(void **state) {
                  host_ref_dtype_name(yt), (long long)rows, (long long)cols,
                  (double)shapes[s].scale, shapes[s].log ? " log" : "");
         /* kernel 0: AUTO's, 1: f32-held (256), 2: bits-held (256), 3: pipelined, 4: its ring
-         * form; clear 0: by the kernels, 1: the host */
-        for (int pass = 0; pass < 10; pass++) {
+         * form, 5: its merged form; clear 0: by the kernels, 1: the host */
+        for (int pass = 0; pass < 12; pass++) {
             const int kernel = pass / 2, host_clears = pass % 2;
             static const char *const names[] = {"AUTO's", "f32-held", "bits-held", "pipelined",
-                                                "ring"};
+                                                "ring", "merged"};
             unsigned char *out = host_clears ? y_host : y_first;
             memset(out, 0x5a, y_bytes);
             assert_int_equal(flashcl_buffer_write(yb, 0, out, y_bytes), FLASHCL_SUCCESS); /* poison */
@@ -218,6 +226,7 @@ static void test_split_held_kernels_agree(void **state) {
             if (kernel == 1 || kernel == 2) setenv("FLASHCL_CUDA_SOFTMAX_NO_NARROW", "1", 1);
             if (kernel >= 3) setenv("FLASHCL_CUDA_SOFTMAX_PIPELINE_SLICES", "1", 1);
             if (kernel == 4) setenv("FLASHCL_CUDA_SOFTMAX_PIPELINE_RING", "1", 1);
+            if (kernel == 5) setenv("FLASHCL_CUDA_SOFTMAX_PIPELINE_MERGED", "2", 1);
             if (flashcl_softmax(g_ctx, &params, &x, &y) != FLASHCL_SUCCESS)
                 fail_msg("flashcl_softmax: %s", flashcl_last_error());
             unsetenv("FLASHCL_CUDA_SOFTMAX_HOST_CLEAR");
@@ -225,6 +234,7 @@ static void test_split_held_kernels_agree(void **state) {
             unsetenv("FLASHCL_CUDA_SOFTMAX_NO_NARROW");
             unsetenv("FLASHCL_CUDA_SOFTMAX_PIPELINE_SLICES");
             unsetenv("FLASHCL_CUDA_SOFTMAX_PIPELINE_RING");
+            unsetenv("FLASHCL_CUDA_SOFTMAX_PIPELINE_MERGED");
             assert_int_equal(flashcl_buffer_read(yb, 0, out, y_bytes), FLASHCL_SUCCESS);
             if (!host_clears) continue;
             if (memcmp(y_first, y_host, y_bytes) != 0)
@@ -242,6 +252,8 @@ static void test_split_held_kernels_agree(void **state) {
             if (kernel == 3) memcpy(y_pipelined, y_host, y_bytes);
             if (kernel == 4 && memcmp(y_pipelined, y_host, y_bytes) != 0)
                 fail_msg("%s: the ring kernel's bits differ from the pipelined kernel's", what);
+            if (kernel == 5 && slices > 128 && memcmp(y_pipelined, y_host, y_bytes) != 0)
+                fail_msg("%s: the merged kernel's bits differ from the pipelined kernel's", what);
         }
         flashcl_buffer_destroy(xb);
         flashcl_buffer_destroy(yb);
