@@ -29,13 +29,14 @@
  *                     waiting for the parked one's row. Rows past 32768 columns, as long as a
  *                     row takes at most one slice per SM (~1.08M columns on an H100, ~2.16M
  *                     for 16-bit inputs), or in the pipelined form, launched cooperatively,
- *                     one per block (4 per SM: ~4.3M and ~8.6M columns); rows of up to
- *                     twice that less one (~8.6M f32 columns, ~17.3M 16-bit ones) take the
- *                     merged pipelined form, where the block that completes a row merges
- *                     its (max, sum) once for all the others to read; rows of up to three
- *                     times the ring grid's blocks less one (~9.7M f32, ~19.4M 16-bit
- *                     columns) take the ring form, whose blocks park two slices each, three
- *                     blocks an SM (cuda/softmax_split_held_ring.cuh). Rows that do not
+ *                     one per block (4 per SM: ~4.3M and ~8.6M columns); f32 rows of up
+ *                     to twice that less one (~8.6M columns) take the merged pipelined
+ *                     form, where the block that completes a row merges its (max, sum) once
+ *                     for all the others to read (its 16-bit forms only when forced, below);
+ *                     rows of up to three times the ring grid's blocks less one (~9.7M f32,
+ *                     ~19.4M 16-bit columns) take the ring form, whose blocks park two
+ *                     slices each, three blocks an SM (cuda/softmax_split_held_ring.cuh).
+ *                     Rows that do not
  *                     start 16-byte aligned (odd lengths, element offsets) are held in their
  *                     shifted layout, counted from the 16-byte boundary before each row, so
  *                     that their vectors load and store 16 bytes at a time: f32 as floats,
@@ -52,10 +53,12 @@
  * the one-ticket kernel's blocks of 256 (8192 columns) instead of 128 (4096);
  * FLASHCL_CUDA_SOFTMAX_PIPELINE_SLICES=n sends split-held rows of at least
  * n slices to the pipelined kernel (by default rows of 32 or more, when they are more slices
- * than its grid's blocks); FLASHCL_CUDA_SOFTMAX_PIPELINE_MERGED=0 keeps rows of more
+ * than its grid's blocks); FLASHCL_CUDA_SOFTMAX_PIPELINE_MERGED=0 keeps f32 rows of more
  * slices than the pipelined grid's blocks out of the merged kernel (to the ring kernel where it
  * takes them), =2 gives the merged kernel every pipelined row, also rows of at most the grid's
- * blocks, any dtype (A/B, tests; default 1: rows of more slices than the grid's blocks);
+ * blocks, any dtype (A/B, tests; default 1: f32 rows of more slices than the grid's blocks;
+ * its 16-bit forms have not yet been timed on a GPU against the plain pipelined kernel or the
+ * ring, so 16-bit rows take it only when forced);
  * FLASHCL_CUDA_SOFTMAX_PIPELINE_RING=1 gives every pipelined row the ring kernel, =0 none (by
  * default rows longer than the pipelined kernels take; A/B, tests);
  * FLASHCL_CUDA_SOFTMAX_NO_SHIFT=1 loads and stores unaligned rows element by element in the
@@ -293,8 +296,8 @@ static int narrow_bits(const fc_cuda_context *ctx, int64_t cols) {
 }
 
 /* Whether a pipelined row takes the ring kernel (cuda/softmax_split_held_ring.cuh) rather than
- * the pipelined kernel h (its merged form for rows of more slices than its grid's blocks, every
- * dtype): only where three ring blocks fit an SM, and only rows of more slices than h takes
+ * the pipelined kernel h (its merged form for f32 rows of more slices than its grid's blocks, or
+ * any row where forced): only where three ring blocks fit an SM, and only rows of more slices than h takes
  * (cooperatively: its grid's blocks, or twice that less one merged), which would otherwise leave
  * the split-held kernels. The ring's three blocks an SM are slower than the pipelined kernels'
  * four wherever those take the row, even where a row waits for its slices most (H100,
@@ -305,9 +308,8 @@ static int narrow_bits(const fc_cuda_context *ctx, int64_t cols) {
  * is the faster plan: 4x16777216 16-bit (1024 slices) 0.1255 against the two-kernel split's
  * 0.1484-0.1488 (bench/results/2026-12-06-h100-s42-ring.txt; on the commit, 72-77 % of copy for
  * 16-bit 4x16777216, 2x16777216 and 1x19000000: -ring-verify). Those 16-bit rows were measured
- * before the merged kernel had 16-bit forms: now rows of up to 2 * fit - 1 slices (1055 on 132
- * SMs, 4x16777216 among them) take the merged kernel, the ring only the 16-bit rows past it, as
- * it does f32 rows; not yet timed against the ring (FLASHCL_CUDA_SOFTMAX_PIPELINE_RING=1).
+ * before the merged kernel had 16-bit forms, which take them only when forced
+ * (FLASHCL_CUDA_SOFTMAX_PIPELINE_MERGED=2) until a GPU times them against the ring.
  * FLASHCL_CUDA_SOFTMAX_PIPELINE_RING=1 gives it every pipelined row (tests, A/B), =0 none. */
 static int ring_suits(const fc_cuda_context *ctx, const fc_softmax_desc *d,
                       const fc_cuda_held_kernels *h) {
@@ -331,8 +333,8 @@ fc_cuda_held_kernels fc_cuda_pick_held(const fc_cuda_context *ctx, const fc_soft
     const int64_t slices = (int64_t)fc_cuda_ceil_div((uint64_t)d->cols, (uint64_t)bits_slice);
     const long forced = fc_env_long("FLASHCL_CUDA_SOFTMAX_PIPELINE_SLICES", 0);
     const int64_t fit = blocks_fit(ctx, k->softmax_split_held_pipelined_blocks_per_sm[dt]);
-    /* 0: never the merged kernel; 2: every pipelined row (A/B, tests); else rows of more
-     * slices than the pipelined grid's blocks */
+    /* 0: never the merged kernel; 2: every pipelined row, any dtype (A/B, tests); else f32
+     * rows of more slices than the pipelined grid's blocks (the 16-bit forms are untimed) */
     const long merged = fc_env_long("FLASHCL_CUDA_SOFTMAX_PIPELINE_MERGED", 1);
     fc_cuda_held_kernels h;
     memset(&h, 0, sizeof h);
@@ -344,7 +346,7 @@ fc_cuda_held_kernels fc_cuda_pick_held(const fc_cuda_context *ctx, const fc_soft
         h.blocks_per_sm = k->softmax_split_held_pipelined_blocks_per_sm[dt];
         h.pipelined = 1;
         if (k->softmax_split_held_pipelined_merged[dt] &&
-            (merged == 2 || (merged != 0 && slices > fit))) {
+            (merged == 2 || (merged != 0 && f32 && slices > fit))) {
             h.kernel = k->softmax_split_held_pipelined_merged[dt];
             h.blocks_per_sm = k->softmax_split_held_pipelined_merged_blocks_per_sm[dt];
             h.merged = 1;
@@ -443,7 +445,7 @@ uint64_t fc_cuda_split_held_blocks(const fc_cuda_context *ctx, const fc_cuda_hel
  * ends in a grid-wide wait: H200, 2026-11-25, ms, against the plans before it: 8x8388608 f32
  * (1024 slices) 0.331 against 0.204-0.205, while 16-bit (512) gained, 0.123 against 0.137-0.139,
  * as did 16x4194304 (512 f32 / 256 16-bit slices), f32 0.208 against 0.232, f16 0.106 against
- * 0.159. The merged kernel (every dtype) takes rows of up to 2 * fit - 1 slices: the block that
+ * 0.159. The merged kernel (f32 rows; any where forced) takes rows of up to 2 * fit - 1 slices: the block that
  * completes a row merges it once for all. H100, 2026-12-06, compare_torch.py ms, against the
  * resident split it replaced: 8x8388608 f32 0.232 against 0.247, 6x6000000 0.138 against 0.149,
  * 3x5005312 0.057 against 0.065 (bench/results/2026-12-06-session40.md). */
