@@ -120,6 +120,20 @@ fi
 if [ -n "$nv_out" ] && ! { grep -q "max.f16x2" "$nv_ftz_out" && grep -q "max.bf16x2" "$nv_ftz_out"; }; then
     echo "  FAIL  nvptx: FC_COOP_BITS=64 PTX lacks the packed max.f16x2 / max.bf16x2"; failures=$((failures + 1))
 fi
+# the residency probe (fc_resident_probe, the rows == 0 branch of every cooperative kernel) is the
+# kernels' only atom_cmpxchg (a call in clang's PTX, which has no OpenCL library): every
+# cooperative and pipelined kernel must have one
+if [ -n "$nv_out" ]; then
+    unprobed=$(awk '/^\.entry/ { if (coop && !cas) print name; name = $2; cas = 0;
+                                  coop = name ~ /^softmax_split_row_(cooperative|pipelined)/ }
+                    /atom_cmpxchg/ { cas = 1 }
+                    END { if (coop && !cas) print name }' "$nv_ftz_out")
+    probed=$(grep -c '^\.entry softmax_split_row_\(cooperative\|pipelined\)' "$nv_ftz_out" || true)
+    if [ -n "$unprobed" ] || [ "$probed" -eq 0 ]; then
+        echo "  FAIL  nvptx: cooperative kernels without the residency probe (${probed} found): $unprobed"
+        failures=$((failures + 1))
+    fi
+fi
 if [ -n "$nv_out" ] && ! grep -q "st.global.cs.v4.u32" "$nv_out"; then
     echo "  FAIL  nvptx: no st.global.cs in the PTX (FC_STREAM_STORES)"; failures=$((failures + 1))
 fi

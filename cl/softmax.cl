@@ -565,6 +565,48 @@ FC_INLINE ulong fc_wait_word(volatile __global ulong *word, ulong least, uint pa
     return w;
 }
 
+/* The residency probe (fc_resident_probe): a group takes the count as settled once this many
+ * reads in a row saw one value, and stops after FC_PROBE_MAX_READS reads whatever it saw. */
+#define FC_PROBE_STEADY_READS 2048u
+#define FC_PROBE_MAX_READS (1u << 18)
+
+/* What a cooperative kernel does when launched with rows == 0 (FC_COOP_PROLOGUE,
+ * softmax_cooperative.cl): probe[0] (0 at the start) counts the groups that started; probe[1]
+ * (the host's ULONG max) receives the minimum over groups of the last count each read, once it
+ * stopped moving. That is at most how many of the kernel's groups were resident at once, so the
+ * host may count on that many (src/opencl/softmax_resident.c): take the group whose last read
+ * came first; every group that read counted had started and, not having made its own last read
+ * yet, not exited, so they were all resident together. A slow start can make it come out short,
+ * never long. The same kernel and work-group as a real launch, so the same registers and local
+ * memory a group. The other work-items wait at the barrier, so the whole group stays resident
+ * while the first watches: a device that frees a finished wave's registers early would admit
+ * groups the real kernel does not get. Nothing waits for another group, and the reads are
+ * bounded: the probe cannot hang. Only base 64-bit atomics (no atom_min: the extended ones). */
+FC_INLINE void fc_resident_probe(volatile __global ulong *probe)
+{
+    if (get_local_id(0) == 0) {
+        ulong seen = atom_inc(&probe[0]) + 1, low;
+        uint steady = 0;
+        for (uint reads = 0; reads < FC_PROBE_MAX_READS && steady < FC_PROBE_STEADY_READS;
+             ++reads) {
+            const ulong now = atom_add(&probe[0], (ulong)0);
+            steady = now == seen ? steady + 1 : 0;
+            seen = now;
+#if FC_NV_SLEEP
+            FC_ASM volatile("nanosleep.u32 %0;" : : "r"(100));
+#endif
+        }
+        low = atom_add(&probe[1], (ulong)0);
+        while (seen < low) {
+            const ulong was = atom_cmpxchg(&probe[1], low, seen);
+            if (was == low)
+                break;
+            low = was;
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+}
+
 /* The next ticket of state[0] (each split-row launch's counter), drawn by the first work-item
  * and handed to the group through `ticket`. The caller reads it before its next barrier, after
  * which the next draw may overwrite it. */

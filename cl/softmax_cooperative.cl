@@ -29,7 +29,9 @@
  * the order groups start, so the rows before the newest one are complete sets of started
  * groups, which finish without waiting for anyone not yet running; only the newest row can be
  * waiting for groups that have not started, and they start as soon as finished groups free
- * room. That needs room for `slices` groups at once: the host keeps slices <= compute units and
+ * room. That needs room for `slices` groups at once: the host keeps slices <= compute units (or,
+ * with FLASHCL_SOFTMAX_COOP_PROBE=1, <= the groups of the kernel its probe found resident at once:
+ * fc_resident_probe, src/opencl/softmax_resident.c) and
  * enables this only on GPUs whose resident work-groups run independently (NVIDIA, AMD). Small
  * groups (from 128 work-items, softmax_plan.c) let several share a compute unit, so one group's
  * wait overlaps another's loads.
@@ -223,10 +225,17 @@ FC_INLINE void fc_split_row_cooperative(const int xdt, const int ydt, const __gl
         uint clear_per
 
 /* What every such kernel starts with: its local words (the group's merge scratch and ticket),
- * and the zeroing of the launch before's words. */
+ * the residency probe when launched with rows == 0 (fc_resident_probe in softmax.c: the host
+ * never launches a real call without rows), and the zeroing of the launch before's words. The
+ * probe is a branch of the kernel itself, not a kernel of its own, so that it gets the real
+ * kernel's registers and local memory, and so as many groups at once. */
 #define FC_COOP_PROLOGUE                                                                       \
     __local float scratch[FC_MAX_WG];                                                          \
     __local ulong ticket;                                                                      \
+    if (rows == 0) {                                                                           \
+        fc_resident_probe(state + state_off);                                                  \
+        return;                                                                                \
+    }                                                                                          \
     fc_clear_previous(state + clear_off, clear_words, clear_per)
 
 /* The plain kernel takes every layout (vec 0, 1 or 2); the _aligned one rows that start 16-byte

@@ -19,6 +19,8 @@
  * tickets are drawn), so if every running group waited there the row would have at least as many
  * drawn tickets as running groups. The host keeps slices <= compute units and launches at least
  * that many groups, each of which fits a compute unit: the row is complete, and the waits end.
+ * (The residency probe, FLASHCL_SOFTMAX_COOP_PROBE, does not raise that bound here: it is taken
+ * for the cooperative kernels only, softmax_plan.c's fc_plan_pipe.)
  *
  * Local memory: parked[q * width + lid] holds quad q of work-item lid's slice, so each item
  * reads back only what it wrote and no barrier guards it. The parked slice is stored straight
