@@ -167,6 +167,15 @@ typedef struct fc_attention_kernels {
     int tiled_decode;           /* the tiled decode kernels were built (their own program) */
 } fc_attention_kernels;
 
+/* One answer of the residency probe (softmax_resident.c): `groups` work-groups of `kernel` of
+ * `wg` work-items can be resident at once; kernel NULL: an empty slot. */
+#define FC_RESIDENT_SLOTS 32
+typedef struct fc_resident_slot {
+    cl_kernel kernel;
+    size_t wg;
+    uint64_t groups;
+} fc_resident_slot;
+
 typedef struct fc_cl_context {
     fc_cl_device dev;
     cl_context context;
@@ -184,6 +193,8 @@ typedef struct fc_cl_context {
     fc_split_regions split_regions; /* their bookkeeping (under launch_lock) */
     cl_mem attention_scratch;   /* split-KV partials (o, lse), grown under launch_lock */
     size_t attention_scratch_bytes;
+    fc_resident_slot resident[FC_RESIDENT_SLOTS]; /* probed answers (under launch_lock) */
+    unsigned resident_next;     /* the slot the next answer takes */
 } fc_cl_context;
 
 /* discovery.c */
@@ -244,6 +255,15 @@ flashcl_status fc_cl_softmax_create_kernels(fc_cl_context *ctx, cl_program progr
 void fc_cl_softmax_release_kernels(fc_cl_context *ctx, int part);
 /* Chooses the variant (or takes the forced one) and enqueues it. desc is already validated. */
 flashcl_status fc_cl_softmax(void *ctx, const fc_softmax_desc *desc);
+
+/* softmax_resident.c: how many work-groups of `kernel` (a cooperative split-row kernel: it
+ * probes itself when launched with rows == 0, fc_resident_probe in cl/softmax.cl) of `wg`
+ * work-items can be resident at once, at least; probed once per kernel and size, then from the
+ * context's slots. Takes launch_lock (the caller must not hold it) and waits for the queue. */
+flashcl_status fc_softmax_resident(fc_cl_context *ctx, cl_kernel kernel, size_t wg,
+                                   uint64_t *groups);
+/* Forgets every answer (the kernels they were about are being released). */
+void fc_softmax_resident_forget(fc_cl_context *ctx);
 
 /* attention*.c (cl/attention.cl's host side: attention_plan.c, attention.c and the others), same
  * shape as softmax.c */

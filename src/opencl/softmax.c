@@ -262,6 +262,7 @@ void fc_cl_softmax_release_kernels(fc_cl_context *ctx, int part)
         }
         k->part_ready[xd] = 0;
     }
+    fc_softmax_resident_forget(ctx); /* answers about kernels that may be gone */
 }
 
 /* ---- launch --------------------------------------------------------------------------------- */
