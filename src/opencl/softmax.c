@@ -383,10 +383,7 @@ static flashcl_status fc_enqueue_batch(fc_cl_context *ctx, const fc_softmax_desc
         const int pipe = p->kind == FC_PLAN_PIPE;
         const size_t groups = pipe && p->groups < tickets ? p->groups : tickets;
         const cl_kernel kernel =
-            pipe     ? k->split_row_pipelined[xd][yd]
-            : p->bits ? k->split_row_cooperative_bits[p->bits == 128][xd][yd]
-                     : fc_layout_kernel(k->split_row_cooperative[xd][yd],
-                                        k->split_row_cooperative_aligned[xd][yd], vec);
+            pipe ? k->split_row_pipelined[xd][yd] : fc_coop_kernel(k, p->bits, xd, yd, vec);
         fc_split_state s;
         st = fc_split_state_acquire(ctx, 1 + tickets + (size_t)n, groups, p->wg, &s);
         if (st == FLASHCL_SUCCESS) {
@@ -445,6 +442,7 @@ flashcl_status fc_cl_softmax(void *vctx, const fc_softmax_desc *desc)
      * (vec = 2). */
     cl_int vec = fc_softmax_rows_aligned(desc);
     cl_ulong batch, row0;
+    fc_coop_room room;
     fc_plan p;
     flashcl_status st;
 
@@ -452,7 +450,8 @@ flashcl_status fc_cl_softmax(void *vctx, const fc_softmax_desc *desc)
     if (desc->cols > ((int64_t)1 << 31))
         return fc_fail(FLASHCL_UNSUPPORTED, "softmax: rows of %lld columns exceed 2^31",
                        (long long)desc->cols);
-    st = fc_softmax_choose_plan(ctx, desc, &p);
+    fc_coop_room_init(&room, ctx);
+    st = fc_softmax_choose_plan(ctx, desc, &room, &p);
     if (st != FLASHCL_SUCCESS) return st;
     if (p.shifted) vec = 2; /* rows held or the cooperative split rows, shifted */
     if (fc_env_flag("FLASHCL_SOFTMAX_TRACE")) {
@@ -460,13 +459,20 @@ flashcl_status fc_cl_softmax(void *vctx, const fc_softmax_desc *desc)
                                             "split_row", "split_row_cooperative",
                                             "split_row_ordered", "rows_vector",
                                             "split_row_pipelined"};
+        static const char *const from[] = {"one a compute unit", "probed",
+                                           "assumed: FLASHCL_SOFTMAX_COOP_RESIDENT"};
+        char resident[128] = "";
+        if (p.kind == FC_PLAN_COOP || p.kind == FC_PLAN_PIPE) /* the bound on slices */
+            snprintf(resident, sizeof resident, ", resident %llu (%s; %u compute units)",
+                     (unsigned long long)p.resident, from[p.resident_from],
+                     ctx->dev.compute_units);
         fprintf(stderr,
                 "flashcl softmax (opencl): %lld x %lld -> %s, work-group %zu, team %u, elems %u, "
-                "slices %u of %llu, lag %llu, groups %zu%s%s\n",
+                "slices %u of %llu, lag %llu, groups %zu%s%s%s\n",
                 (long long)desc->rows, (long long)desc->cols, names[p.kind], p.wg, p.team,
                 p.bits ? p.bits : p.elems, p.slices, (unsigned long long)p.slice_len,
-                (unsigned long long)p.lag,
-                p.groups, p.shifted ? ", shifted rows" : "", p.bits ? ", held as bits" : "");
+                (unsigned long long)p.lag, p.groups, p.shifted ? ", shifted rows" : "",
+                p.bits ? ", held as bits" : "", resident);
     }
 
     /* Launches stay below 2^31 work-items; chunked work-groups loop over rows. */

@@ -31,6 +31,11 @@
  * FLASHCL_SOFTMAX_NO_SHIFT=1 runs its rows that do not start on a 16-byte chunk element by
  * element instead of in their shifted layout (cl/softmax_cooperative.cl);
  * FLASHCL_SOFTMAX_COOP_WG=n sets its smallest work-group (tuning; 128 by default; no widening);
+ * FLASHCL_SOFTMAX_COOP_PROBE=1 lets its rows have as many slices as the kernel's groups that
+ * the residency probe finds resident at once (softmax_resident.c), not only one a compute unit,
+ * and AUTO then takes it for rows of more slices than compute units whatever their count;
+ * FLASHCL_SOFTMAX_COOP_RESIDENT=n assumes n a compute unit without a probe: for A/B only, as a
+ * count the device does not have hangs the launch (both off by default; fc_coop_room);
  * FLASHCL_SOFTMAX_NO_BITS=1 holds its 16-bit rows as floats (cl/softmax_cooperative.cl);
  * FLASHCL_SOFTMAX_PIPE_SLICES=n pipelines rows of n slices or more (0: never; 32 by default),
  * FLASHCL_SOFTMAX_PIPE_GROUPS=n launches n groups a compute unit for it (4).
@@ -246,16 +251,54 @@ static unsigned fc_coop_bits(const fc_softmax_kernels *k, const fc_softmax_desc 
     return ((uint64_t)desc->cols + 128 * 64 - 1) / (128 * 64) > FC_COOP_GATHER_SLOTS ? 128 : 64;
 }
 
+void fc_coop_room_init(fc_coop_room *room, fc_cl_context *ctx)
+{
+    const char *env = getenv("FLASHCL_SOFTMAX_COOP_RESIDENT");
+    room->per_unit = env && atoi(env) > 0 ? (uint64_t)atoi(env) : 0;
+    room->probe = !room->per_unit && fc_env_flag("FLASHCL_SOFTMAX_COOP_PROBE") ? ctx : NULL;
+    room->status = FLASHCL_SUCCESS;
+}
+
+/* The work-groups of the cooperative kernel for `bits` (fc_coop_kernel) of wg work-items that
+ * may count as resident at once, for a row of `slices` slices; *from says whence. One a compute
+ * unit when that is enough or nothing in `room` raises it; else FLASHCL_SOFTMAX_COOP_RESIDENT's
+ * count or the probe's (which fails into room->status), a probe that finds fewer than one a
+ * compute unit leaving that bound (it can only count short). */
+static uint64_t fc_coop_resident(fc_coop_room *room, const fc_cl_device *dev,
+                                 const fc_softmax_kernels *k, const fc_softmax_desc *desc,
+                                 unsigned bits, size_t wg, uint64_t slices,
+                                 fc_resident_source *from)
+{
+    const uint64_t units = dev->compute_units;
+    uint64_t probed = 0;
+    *from = FC_RESIDENT_UNITS;
+    if (slices <= units || !room || room->status != FLASHCL_SUCCESS) return units;
+    if (room->per_unit) {
+        *from = FC_RESIDENT_ASSUMED;
+        return room->per_unit * units;
+    }
+    if (!room->probe) return units;
+    room->status = fc_softmax_resident(
+        room->probe,
+        fc_coop_kernel(k, bits, (int)desc->x_dtype, (int)desc->y_dtype,
+                       fc_shifted(desc) ? 2 : fc_softmax_rows_aligned(desc)),
+        wg, &probed);
+    if (room->status != FLASHCL_SUCCESS || probed <= units) return units;
+    *from = FC_RESIDENT_PROBED;
+    return probed;
+}
+
 /* Cooperative split row: a slice of at most coop_elems elements per work-item in
- * registers (cl/softmax.cl), as many slices as that takes; 0 when they would exceed the compute
- * units (the no-deadlock condition). Work-groups of 128, or the smallest larger power of two
+ * registers (cl/softmax.cl), as many slices as that takes; 0 when they would exceed the groups
+ * resident at once (the no-deadlock condition): one a compute unit, or what `room` allows
+ * (fc_coop_resident). Work-groups of 128, or the smallest larger power of two
  * whose slices fit: small groups let several share a compute unit, so one group's wait overlaps
  * another's loads (measured on an H100, f32 4096 x 32768: 98% of copy bandwidth with 128, 91%
  * with 256 or more; more slices per row than compute units measured slower, 64 x 1M f32: 57%
  * against 67%). FLASHCL_SOFTMAX_COOP_WG=n overrides the starting size (tuning). A row that fits
  * one group gets the smallest group that holds it. */
 static int fc_plan_coop(fc_plan *p, const fc_cl_device *dev, const fc_softmax_kernels *k,
-                        const fc_softmax_desc *desc)
+                        const fc_softmax_desc *desc, fc_coop_room *room)
 {
     const char *env = getenv("FLASHCL_SOFTMAX_COOP_WG");
     const flashcl_dtype x_dtype = desc->x_dtype;
@@ -269,11 +312,12 @@ static int fc_plan_coop(fc_plan *p, const fc_cl_device *dev, const fc_softmax_ke
     const uint64_t elems = bits ? bits : k->coop_elems[x_dtype];
     size_t wg = env && atoi(env) >= 32 ? fc_ceil_pow2((size_t)atoi(env)) : 128;
     uint64_t slices;
+    fc_resident_source from;
     if (!k->coop || fc_env_flag("FLASHCL_SOFTMAX_NO_COOP")) return 0;
     if (wg > k->coop_wg) wg = k->coop_wg;
     for (;;) {
         slices = (ucols + wg * elems - 1) / (wg * elems);
-        if (slices <= dev->compute_units) break;
+        if (slices <= fc_coop_resident(room, dev, k, desc, bits, wg, slices, &from)) break;
         if (wg * 2 > k->coop_wg) return 0;
         wg *= 2;
     }
@@ -287,8 +331,11 @@ static int fc_plan_coop(fc_plan *p, const fc_cl_device *dev, const fc_softmax_ke
      * (bench/results/2026-11-26-session24.md). */
     while (!env && x_dtype == FLASHCL_F32 && slices > FC_COOP_GATHER_SLOTS &&
            wg * 2 <= k->coop_wg && wg * 2 <= 256) { /* 256: the size measured */
+        const uint64_t wider = (ucols + wg * 2 * elems - 1) / (wg * 2 * elems);
+        /* past the compute units, fewer wider groups may fit than half as many narrow ones */
+        if (wider > fc_coop_resident(room, dev, k, desc, bits, wg * 2, wider, &from)) break;
         wg *= 2;
-        slices = (ucols + wg * elems - 1) / (wg * elems);
+        slices = wider;
     }
     /* 16-bit slices of 64 elements a work-item (NVIDIA's programs) are issue-bound: a group
      * pays for every element it could hold, so a row that fills its slices only in part runs
@@ -308,7 +355,8 @@ static int fc_plan_coop(fc_plan *p, const fc_cl_device *dev, const fc_softmax_ke
         const uint64_t slices64 = (ucols + 64 * elems - 1) / (64 * elems);
         const double fill128 = (double)ucols / (double)(slices * 128 * elems);
         const double fill64 = (double)ucols / (double)(slices64 * 64 * elems);
-        if (slices64 <= dev->compute_units && fill64 > fill128 + 0.05) {
+        if (fill64 > fill128 + 0.05 &&
+            slices64 <= fc_coop_resident(room, dev, k, desc, bits, 64, slices64, &from)) {
             wg = 64;
             slices = slices64;
         }
@@ -322,7 +370,9 @@ static int fc_plan_coop(fc_plan *p, const fc_cl_device *dev, const fc_softmax_ke
     fc_plan_slices(p, FC_PLAN_COOP, wg, ucols, slices, 8);
     p->shifted = shifted;
     p->bits = bits;
-    return 1;
+    /* the bound the slices met (answered before: no second probe), for the trace */
+    p->resident = fc_coop_resident(room, dev, k, desc, bits, wg, p->slices, &p->resident_from);
+    return !room || room->status == FLASHCL_SUCCESS;
 }
 
 /* The pipelined cooperative split row (cl/softmax_pipelined.cl) for a cooperative plan of f32
@@ -340,7 +390,11 @@ static int fc_plan_coop(fc_plan *p, const fc_cl_device *dev, const fc_softmax_ke
  * 0.106, 128x524288 f16 0.108 against the cooperative 0.097); 2 or 3 groups a compute unit
  * lose to 4, 5 to 8 tie (bench/results/2026-11-26-session24.md). Plans held as bits are not
  * pipelined: both forms tried lost to the cooperative bits kernel (64x1M f16 0.093 -> 0.102 and
- * 0.111 ms on an H200; branch bits-pipelined, bench/results/2026-11-26-session25.md). */
+ * 0.111 ms on an H200; branch bits-pipelined, bench/results/2026-11-26-session25.md).
+ * Rows of more slices than compute units (which only FLASHCL_SOFTMAX_COOP_PROBE or _RESIDENT
+ * give) are not pipelined: the pipelined kernel's no-deadlock bound (cl/softmax_pipelined.cl)
+ * counts one group a compute unit, and its groups, which park a slice in local memory, were never
+ * probed: fewer of them may fit at once than of the cooperative kernel's the probe counted. */
 static int fc_plan_pipe(fc_plan *p, const fc_cl_device *dev, const fc_softmax_kernels *k,
                         flashcl_dtype x_dtype, int64_t rows)
 {
@@ -351,6 +405,7 @@ static int fc_plan_pipe(fc_plan *p, const fc_cl_device *dev, const fc_softmax_ke
     const size_t groups = (size_t)dev->compute_units * per;
     const size_t parked = p->wg * k->coop_elems[x_dtype];
     if (!k->pipe_wg || from <= 0 || p->kind != FC_PLAN_COOP || p->bits || p->slices < 2 ||
+        p->slices > dev->compute_units ||
         p->slices < (unsigned)from || p->wg > k->pipe_wg || parked > k->pipe_floats ||
         groups < p->slices || (uint64_t)rows * p->slices <= groups)
         return 0;
@@ -417,7 +472,7 @@ static flashcl_status fc_choose_legacy(const fc_cl_context *ctx, const fc_softma
         fc_plan_chunked(p, dev, k, rows);
         return FLASHCL_SUCCESS;
     case FLASHCL_SOFTMAX_SPLIT_ROW:
-        if (!coop || !fc_plan_coop(p, dev, k, desc))
+        if (!coop || !fc_plan_coop(p, dev, k, desc, NULL))
             fc_plan_split(p, dev, k, rows, cols);
         return FLASHCL_SUCCESS;
     default:
@@ -435,13 +490,13 @@ static flashcl_status fc_choose_legacy(const fc_cl_context *ctx, const fc_softma
         fc_plan_chunked(p, dev, k, rows);
         return FLASHCL_SUCCESS;
     }
-    if (!coop || !fc_plan_coop(p, dev, k, desc))
+    if (!coop || !fc_plan_coop(p, dev, k, desc, NULL))
         fc_plan_split(p, dev, k, rows, cols);
     return FLASHCL_SUCCESS;
 }
 
-flashcl_status fc_softmax_choose_plan(const fc_cl_context *ctx, const fc_softmax_desc *desc,
-                                      fc_plan *p)
+static flashcl_status fc_choose_plan(const fc_cl_context *ctx, const fc_softmax_desc *desc,
+                                     fc_coop_room *room, fc_plan *p)
 {
     const fc_cl_device *dev = &ctx->dev;
     const fc_softmax_kernels *k = &ctx->softmax;
@@ -455,7 +510,7 @@ flashcl_status fc_softmax_choose_plan(const fc_cl_context *ctx, const fc_softmax
             return FLASHCL_SUCCESS;
         return fc_choose_legacy(ctx, desc, p); /* its message */
     case FLASHCL_SOFTMAX_SPLIT_ROW:
-        if (fc_plan_coop(p, dev, k, desc)) {
+        if (fc_plan_coop(p, dev, k, desc, room)) {
             fc_plan_pipe(p, dev, k, desc->x_dtype, rows);
             return FLASHCL_SUCCESS;
         }
@@ -498,10 +553,12 @@ flashcl_status fc_softmax_choose_plan(const fc_cl_context *ctx, const fc_softmax
      * were trimmed in session 11). Up to 4 rows it is faster at any count, as the ordered
      * split's 32 KiB slices leave most of the device idle (H100, 2026-11-25, ms, cooperative
      * against ordered: 3 x 1000003 f16 0.030 vs 0.041, 4 x 1M 0.0163-0.0165 vs 0.0188-0.0191,
-     * 2 x 1M 0.0139 vs 0.0153; from 16 rows the ordered split wins, 16 x 1M 0.0387 vs 0.0442). */
-    if (dev->is_gpu && fc_plan_coop(p, dev, k, desc) &&
+     * 2 x 1M 0.0139 vs 0.0153; from 16 rows the ordered split wins, 16 x 1M 0.0387 vs 0.0442).
+ * Rows of more slices than compute units, which only the A/B switches FLASHCL_SOFTMAX_COOP_PROBE
+ * and _RESIDENT allow, take it whatever their count: it is what those switches measure. */
+    if (dev->is_gpu && fc_plan_coop(p, dev, k, desc, room) &&
         (fc_plan_pipe(p, dev, k, desc->x_dtype, rows) || desc->x_dtype == FLASHCL_F32 ||
-         p->slices <= 64 || rows <= 4 || !k->ordered))
+         p->slices <= 64 || rows <= 4 || !k->ordered || p->slices > dev->compute_units))
         return FLASHCL_SUCCESS;
     memset(p, 0, sizeof *p);
     if (k->ordered && dev->is_gpu) {
@@ -509,4 +566,11 @@ flashcl_status fc_softmax_choose_plan(const fc_cl_context *ctx, const fc_softmax
         return FLASHCL_SUCCESS;
     }
     return fc_choose_legacy(ctx, desc, p);
+}
+
+flashcl_status fc_softmax_choose_plan(const fc_cl_context *ctx, const fc_softmax_desc *desc,
+                                      fc_coop_room *room, fc_plan *p)
+{
+    const flashcl_status st = fc_choose_plan(ctx, desc, room, p);
+    return room && room->status != FLASHCL_SUCCESS ? room->status : st;
 }

@@ -16,6 +16,13 @@ typedef enum fc_plan_kind {
     FC_PLAN_PIPE     /* softmax_split_row_pipelined */
 } fc_plan_kind;
 
+/* Where a plan's count of resident work-groups comes from (fc_coop_room). */
+typedef enum fc_resident_source {
+    FC_RESIDENT_UNITS,   /* one a compute unit: the default bound */
+    FC_RESIDENT_PROBED,  /* the residency probe (FLASHCL_SOFTMAX_COOP_PROBE=1) */
+    FC_RESIDENT_ASSUMED  /* FLASHCL_SOFTMAX_COOP_RESIDENT=n a compute unit (A/B only: unsafe) */
+} fc_resident_source;
+
 typedef struct fc_plan {
     fc_plan_kind kind;
     size_t wg;              /* work-group size */
@@ -31,6 +38,9 @@ typedef struct fc_plan {
                                (cl/softmax_cooperative.cl; the kernel's vec = 2) */
     unsigned bits;          /* cooperative: 16-bit slices held as bits, this many elements a
                                work-item (64 or 128; cl/softmax_cooperative_bits.cl), or 0 */
+    uint64_t resident;      /* cooperative, pipelined: the work-groups counted on being resident
+                               at once, which bounds slices (fc_coop_room) */
+    fc_resident_source resident_from; /* and where that count came from */
 } fc_plan;
 
 static inline size_t fc_dtype_bytes(flashcl_dtype dt)
@@ -56,9 +66,36 @@ static inline int fc_softmax_rows_aligned(const fc_softmax_desc *desc)
                                 (uint64_t)desc->y_row_stride % chunk == 0));
 }
 
+/* The kernel a cooperative plan held as `bits` (0: as floats) launches for rows in layout `vec`
+ * (softmax.c's; 2: shifted): the aligned twin for vec 1 where it was built. */
+static inline cl_kernel fc_coop_kernel(const fc_softmax_kernels *k, unsigned bits, int xd, int yd,
+                                       int vec)
+{
+    if (bits) return k->split_row_cooperative_bits[bits == 128][xd][yd];
+    return vec == 1 && k->split_row_cooperative_aligned[xd][yd]
+               ? k->split_row_cooperative_aligned[xd][yd]
+               : k->split_row_cooperative[xd][yd];
+}
+
+/* How many work-groups of the cooperative split row may count as resident at once, the bound on
+ * a row's slices (the no-deadlock condition, cl/softmax_cooperative.cl): one a compute unit,
+ * unless the environment asks for more (fc_coop_room_init: FLASHCL_SOFTMAX_COOP_PROBE=1 probes
+ * the kernel, FLASHCL_SOFTMAX_COOP_RESIDENT=n assumes n a compute unit). The plan asks only for
+ * rows of more slices than compute units. */
+typedef struct fc_coop_room {
+    fc_cl_context *probe;   /* the context whose kernels are probed (softmax_resident.c), or
+                               NULL: no probe */
+    uint64_t per_unit;      /* FLASHCL_SOFTMAX_COOP_RESIDENT's n, or 0 */
+    flashcl_status status;  /* a failed probe's, with the message set: the plan's answer */
+} fc_coop_room;
+
+/* Reads the environment for fc_softmax_choose_plan; `ctx` is where probes run. */
+void fc_coop_room_init(fc_coop_room *room, fc_cl_context *ctx);
+
 /* Fills *p for one validated request; FLASHCL_UNSUPPORTED when a forced variant cannot run the
- * shape (with the message set). */
+ * shape (with the message set), or a failed probe's status. room: what may raise the bound on
+ * cooperative slices (NULL: one group a compute unit). */
 flashcl_status fc_softmax_choose_plan(const fc_cl_context *ctx, const fc_softmax_desc *desc,
-                                      fc_plan *p);
+                                      fc_coop_room *room, fc_plan *p);
 
 #endif
