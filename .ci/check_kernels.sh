@@ -90,7 +90,7 @@ if "$CLANG" -x cl -cl-std=CL1.2 -target nvptx64-nvidia-nvcl -S -o /dev/null - </
     nv_fast_out="$work/out.${#jobs_list[@]}" # the 16-bit programs (FC_DTYPES 2 and 4)
     job nvptx embedded "$NV" "$nv_common -DFC_COOP_ELEMS=64 -DFC_COOP=1 -DFC_ORDERED=1 -DFC_NV_CVT2=1 -DFC_PIPE_FLOATS=8192 -DFC_FAST_EXP=1 -DFC_DTYPES=6"
     nv_ftz_out="$work/out.${#jobs_list[@]}" # and with the .ftz / shifted exps (the default there)
-    job nvptx embedded "$NV" "$nv_common -DFC_COOP_ELEMS=64 -DFC_COOP=1 -DFC_ORDERED=1 -DFC_NV_CVT2=1 -DFC_PIPE_FLOATS=8192 -DFC_FAST_EXP=1 -DFC_EXP_FTZ=1 -DFC_EXP_SHIFT=1 -DFC_DTYPES=6 -DFC_COOP_BITS=64"
+    job nvptx embedded "$NV" "$nv_common -DFC_COOP_ELEMS=64 -DFC_COOP=1 -DFC_ORDERED=1 -DFC_NV_CVT2=1 -DFC_PIPE_FLOATS=8192 -DFC_FAST_EXP=1 -DFC_EXP_FTZ=1 -DFC_EXP_SHIFT=1 -DFC_DTYPES=6 -DFC_COOP_BITS=64 -DFC_RESIDENT_PROBE=1"
 else
     echo "  skip  nvptx: $CLANG has no nvptx64-nvidia-nvcl target"
 fi
@@ -120,9 +120,14 @@ fi
 if [ -n "$nv_out" ] && ! { grep -q "max.f16x2" "$nv_ftz_out" && grep -q "max.bf16x2" "$nv_ftz_out"; }; then
     echo "  FAIL  nvptx: FC_COOP_BITS=64 PTX lacks the packed max.f16x2 / max.bf16x2"; failures=$((failures + 1))
 fi
-# the residency probe (fc_resident_probe, the rows == 0 branch of every cooperative kernel) is the
-# kernels' only atom_cmpxchg (a call in clang's PTX, which has no OpenCL library): every
-# cooperative and pipelined kernel must have one
+# the residency probe (fc_resident_probe, the rows == 0 branch of every cooperative kernel in a
+# program built with FC_RESIDENT_PROBE=1) is the kernels' only atom_cmpxchg (a call in clang's
+# PTX, which has no OpenCL library): every cooperative and pipelined kernel of such a program must
+# have one, and the programs built without it (the default) none
+if [ -n "$nv_out" ] && grep -q "atom_cmpxchg" "$nv_fast_out"; then
+    echo "  FAIL  nvptx: the residency probe in a program built without FC_RESIDENT_PROBE"
+    failures=$((failures + 1))
+fi
 if [ -n "$nv_out" ]; then
     unprobed=$(awk '/^\.entry/ { if (coop && !cas) print name; name = $2; cas = 0;
                                   coop = name ~ /^softmax_split_row_(cooperative|pipelined)/ }

@@ -224,18 +224,31 @@ FC_INLINE void fc_split_row_cooperative(const int xdt, const int ydt, const __gl
         volatile __global ulong *state, ulong state_off, ulong clear_off, uint clear_words,    \
         uint clear_per
 
-/* What every such kernel starts with: its local words (the group's merge scratch and ticket),
- * the residency probe when launched with rows == 0 (fc_resident_probe in softmax.c: the host
- * never launches a real call without rows), and the zeroing of the launch before's words. The
- * probe is a branch of the kernel itself, not a kernel of its own, so that it gets the real
- * kernel's registers and local memory, and so as many groups at once. */
-#define FC_COOP_PROLOGUE                                                                       \
-    __local float scratch[FC_MAX_WG];                                                          \
-    __local ulong ticket;                                                                      \
+/* In programs built with FC_RESIDENT_PROBE=1 (FLASHCL_SOFTMAX_COOP_PROBE=1 when they are built:
+ * softmax_tuning.c), a launch with rows == 0 is the residency probe (fc_resident_probe in
+ * softmax.cl; the host never launches a real call without rows). The probe is a branch of the
+ * kernel itself, not a kernel of its own, so that it gets the real kernel's registers and local
+ * memory, and so as many groups at once. Other programs leave it out, so that their kernels
+ * stay the code that was measured. */
+#ifndef FC_RESIDENT_PROBE
+#define FC_RESIDENT_PROBE 0
+#endif
+#if FC_RESIDENT_PROBE
+#define FC_COOP_PROBE_BRANCH                                                                   \
     if (rows == 0) {                                                                           \
         fc_resident_probe(state + state_off);                                                  \
         return;                                                                                \
-    }                                                                                          \
+    }
+#else
+#define FC_COOP_PROBE_BRANCH
+#endif
+
+/* What every such kernel starts with: its local words (the group's merge scratch and ticket),
+ * the residency probe where built, and the zeroing of the launch before's words. */
+#define FC_COOP_PROLOGUE                                                                       \
+    __local float scratch[FC_MAX_WG];                                                          \
+    __local ulong ticket;                                                                      \
+    FC_COOP_PROBE_BRANCH                                                                       \
     fc_clear_previous(state + clear_off, clear_words, clear_per)
 
 /* The plain kernel takes every layout (vec 0, 1 or 2); the _aligned one rows that start 16-byte

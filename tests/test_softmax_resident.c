@@ -213,8 +213,11 @@ int main(void)
     };
     char *text;
     int failures, coop;
-    /* the kernels' launch limits are traced as the context creates them */
+    /* the kernels' launch limits are traced as the context creates them; the switch, set then,
+     * builds the cooperative kernels with the probe's branch (FC_RESIDENT_PROBE), and each call
+     * that sets it again may probe them */
     setenv("FLASHCL_SOFTMAX_TRACE", "1", 1);
+    setenv("FLASHCL_SOFTMAX_COOP_PROBE", "1", 1);
     if (!capture_begin()) {
         fprintf(stderr, "FAIL: cannot catch stderr\n");
         return 1;
@@ -222,6 +225,7 @@ int main(void)
     g_ctx = tu_context_or_skip();
     text = capture_end();
     unsetenv("FLASHCL_SOFTMAX_TRACE");
+    unsetenv("FLASHCL_SOFTMAX_COOP_PROBE");
     if (flashcl_context_device(g_ctx, &g_dev) != FLASHCL_SUCCESS) {
         fprintf(stderr, "FAIL: flashcl_context_device: %s\n", flashcl_last_error());
         return 1;

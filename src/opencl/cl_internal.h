@@ -94,6 +94,8 @@ typedef struct fc_softmax_kernels {
     size_t resident_items;               /* work-items a compute unit keeps in flight (estimate) */
     int coop;                            /* split_row_cooperative kernels exist */
     int coop_bits;                       /* split_row_cooperative_bits kernels exist */
+    int probe_built[FC_DTYPE_COUNT];     /* by input dtype: its cooperative kernels answer the
+                                            residency probe (FC_RESIDENT_PROBE) */
     size_t pipe_wg;                      /* largest work-group of split_row_pipelined (0: not
                                             built); its slices hold at most pipe_floats floats */
     unsigned pipe_floats;

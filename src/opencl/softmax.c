@@ -223,6 +223,8 @@ flashcl_status fc_cl_softmax_create_kernels(fc_cl_context *ctx, cl_program progr
         if (part != FC_PART_ALL_DTYPES && part != xd) continue;
         st = fc_create_input_kernels(ctx, program, &t, xd, k->kernel_wg[xd]);
         k->part_ready[xd] = st == FLASHCL_SUCCESS;
+        /* the options this program was built with (the same pure tuning) */
+        k->probe_built[xd] = k->part_ready[xd] && t.resident_probe;
     }
     if (st == FLASHCL_SUCCESS) st = fc_set_limits(ctx, &t);
     if (st == FLASHCL_SUCCESS && fc_env_flag("FLASHCL_SOFTMAX_TRACE")) fc_trace_limits(ctx, part);
@@ -261,6 +263,7 @@ void fc_cl_softmax_release_kernels(fc_cl_context *ctx, int part)
             }
         }
         k->part_ready[xd] = 0;
+        k->probe_built[xd] = 0;
     }
     fc_softmax_resident_forget(ctx); /* answers about kernels that may be gone */
 }

@@ -33,7 +33,8 @@
  * FLASHCL_SOFTMAX_COOP_WG=n sets its smallest work-group (tuning; 128 by default; no widening);
  * FLASHCL_SOFTMAX_COOP_PROBE=1 lets its rows have as many slices as the kernel's groups that
  * the residency probe finds resident at once (softmax_resident.c), not only one a compute unit,
- * and AUTO then takes it for rows of more slices than compute units whatever their count;
+ * where the context was also created with it set (only then are the kernels built with the
+ * probe's branch: FC_RESIDENT_PROBE, softmax_tuning.c), and AUTO then takes it for rows of more slices than compute units whatever their count;
  * FLASHCL_SOFTMAX_COOP_RESIDENT=n assumes n a compute unit without a probe: for A/B only, as a
  * count the device does not have hangs the launch (both off by default; fc_coop_room);
  * FLASHCL_SOFTMAX_NO_BITS=1 holds its 16-bit rows as floats (cl/softmax_cooperative.cl);
@@ -277,7 +278,8 @@ static uint64_t fc_coop_resident(fc_coop_room *room, const fc_cl_device *dev,
         *from = FC_RESIDENT_ASSUMED;
         return room->per_unit * units;
     }
-    if (!room->probe) return units;
+    /* only kernels built with the probe's branch may be launched as the probe */
+    if (!room->probe || !k->probe_built[desc->x_dtype]) return units;
     room->status = fc_softmax_resident(
         room->probe,
         fc_coop_kernel(k, bits, (int)desc->x_dtype, (int)desc->y_dtype,

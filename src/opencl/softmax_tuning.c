@@ -113,6 +113,9 @@ void fc_softmax_tune(const fc_cl_device *dev, fc_softmax_tuning *t)
      * work-item (cl/softmax_cooperative_bits.cl, which says why): NVIDIA, whose packed max
      * comes from PTX; softmax_plan.c decides where it runs. */
     t->coop_bits = t->coop && t->sg == FC_SG_NV_PTX;
+    /* The probe's rows == 0 branch only in programs built for it, so that the kernels everyone
+     * else runs are the ones measured (cl/softmax_cooperative.cl, FC_COOP_PROBE_BRANCH). */
+    t->resident_probe = t->coop && fc_env_flag("FLASHCL_SOFTMAX_COOP_PROBE");
     /* f16 conversions: NVIDIA's vload/vstore_half are scalar and its compiler accepts PTX cvt;
      * CPUs take vload_half4 / vstore_half4_rte, which PoCL vectorises (2-core AVX-512 machine,
      * 2026-11-22, f16 softmax: 4096x1024 5.9 ms against 18.2 with the integer code, 64x65536
@@ -178,11 +181,12 @@ void fc_cl_softmax_options(const fc_cl_device *dev, int part, char *out, size_t 
              "-DFC_HALF_IMPL=%u -DFC_FAST_EXP=%d -DFC_NV_SLEEP=%d -DFC_ORDERED=%d "
              "-DFC_STREAM_STORES=%d -DFC_NV_CVT2=%d -DFC_ROWS_VECTOR=%d -DFC_DTYPES=%d "
              "-DFC_EXP_FTZ=%d -DFC_EXP_SHIFT=%d -DFC_ALIGNED_KERNELS=%d -DFC_PIPE_FLOATS=%u "
-             "-DFC_COOP_BITS=%d",
+             "-DFC_COOP_BITS=%d -DFC_RESIDENT_PROBE=%d",
              extra, t.cl_std, sg_define[t.sg], t.sg_size, t.max_wg, t.rir_chunks, t.stream_unroll,
              t.coop, fc_coop_elems(&t, part), t.half_impl,
              t.fast_exp && (part == FC_PART_F16 || part == FC_PART_BF16), t.nv_sleep, t.ordered,
              t.stream_stores, t.nv_cvt2, t.rows_vector,
              part == FC_PART_ALL_DTYPES ? 7 : 1 << part, t.exp_ftz, t.exp_shift,
-             t.aligned_kernels, t.pipe_floats, part != FC_PART_F32 && t.coop_bits);
+             t.aligned_kernels, t.pipe_floats, part != FC_PART_F32 && t.coop_bits,
+             t.resident_probe);
 }

@@ -27,6 +27,8 @@ typedef struct fc_softmax_tuning {
     int coop;
     int coop_bits;          /* FC_COOP_BITS: the cooperative split row holding 16-bit input as
                                its bits (cl/softmax_cooperative_bits.cl) */
+    int resident_probe;     /* FC_RESIDENT_PROBE: the cooperative kernels answer the residency
+                               probe (FLASHCL_SOFTMAX_COOP_PROBE=1 when the program is built) */
     unsigned pipe_floats;   /* FC_PIPE_FLOATS: floats a work-group of the pipelined cooperative
                                split row parks in local memory (0: not built) */
     int ordered;            /* FC_ORDERED: the ticket-ordered split row */
