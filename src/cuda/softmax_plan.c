@@ -297,9 +297,9 @@ static int narrow_bits(const fc_cuda_context *ctx, int64_t cols) {
 
 /* Whether a pipelined row takes the ring kernel (cuda/softmax_split_held_ring.cuh) rather than
  * the pipelined kernel h (its merged form for f32 rows of more slices than its grid's blocks, or
- * any row where forced): only where three ring blocks fit an SM, and only rows of more slices than h takes
- * (cooperatively: its grid's blocks, or twice that less one merged), which would otherwise leave
- * the split-held kernels. The ring's three blocks an SM are slower than the pipelined kernels'
+ * any row where forced): only where three ring blocks fit an SM, and only rows of more slices
+ * than h takes (cooperatively: its grid's blocks, or twice that less one merged), which would
+ * otherwise leave the split-held kernels. The ring's three blocks an SM are slower than the pipelined kernels'
  * four wherever those take the row, even where a row waits for its slices most (H100,
  * 2026-12-06, compare_torch.py, ms, ring against main, two rounds: 8x8388608 f16 0.1087-0.1086
  * against 0.1023-0.1043, f32 0.2421-0.2418 against 0.2285-0.2288; 16x4194304 f16 0.1059-0.1056
@@ -445,8 +445,8 @@ uint64_t fc_cuda_split_held_blocks(const fc_cuda_context *ctx, const fc_cuda_hel
  * ends in a grid-wide wait: H200, 2026-11-25, ms, against the plans before it: 8x8388608 f32
  * (1024 slices) 0.331 against 0.204-0.205, while 16-bit (512) gained, 0.123 against 0.137-0.139,
  * as did 16x4194304 (512 f32 / 256 16-bit slices), f32 0.208 against 0.232, f16 0.106 against
- * 0.159. The merged kernel (f32 rows; any where forced) takes rows of up to 2 * fit - 1 slices: the block that
- * completes a row merges it once for all. H100, 2026-12-06, compare_torch.py ms, against the
+ * 0.159. The merged kernel (f32 rows; any where forced) takes rows of up to 2 * fit - 1 slices:
+ * the block that completes a row merges it once for all. H100, 2026-12-06, compare_torch.py ms, against the
  * resident split it replaced: 8x8388608 f32 0.232 against 0.247, 6x6000000 0.138 against 0.149,
  * 3x5005312 0.057 against 0.065 (bench/results/2026-12-06-session40.md). */
 int64_t fc_cuda_plan_split_held(const fc_cuda_context *ctx, const fc_softmax_desc *d,

@@ -312,12 +312,6 @@ static flashcl_status fc_launch(fc_cl_context *ctx, cl_kernel kernel, const fc_a
     return fc_cl_fail(err, what);
 }
 
-/* The kernel for rows in layout `vec`: the aligned twin for vec 1 where it was built. */
-static cl_kernel fc_layout_kernel(cl_kernel plain, cl_kernel aligned, cl_int vec)
-{
-    return vec == 1 && aligned ? aligned : plain;
-}
-
 /* Enqueues rows [0, n) of one batch whose first row is at element x_off / y_off. */
 static flashcl_status fc_enqueue_batch(fc_cl_context *ctx, const fc_softmax_desc *desc,
                                        const fc_plan *p, cl_ulong n, cl_ulong x_off,

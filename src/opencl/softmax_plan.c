@@ -34,7 +34,8 @@
  * FLASHCL_SOFTMAX_COOP_PROBE=1 lets its rows have as many slices as the kernel's groups that
  * the residency probe finds resident at once (softmax_resident.c), not only one a compute unit,
  * where the context was also created with it set (only then are the kernels built with the
- * probe's branch: FC_RESIDENT_PROBE, softmax_tuning.c), and AUTO then takes it for rows of more slices than compute units whatever their count;
+ * probe's branch: FC_RESIDENT_PROBE, softmax_tuning.c), and AUTO then takes it for rows of
+ * more slices than compute units whatever their count;
  * FLASHCL_SOFTMAX_COOP_RESIDENT=n assumes n a compute unit without a probe: for A/B only, as a
  * count the device does not have hangs the launch (both off by default; fc_coop_room);
  * FLASHCL_SOFTMAX_NO_BITS=1 holds its 16-bit rows as floats (cl/softmax_cooperative.cl);
@@ -556,8 +557,9 @@ static flashcl_status fc_choose_plan(const fc_cl_context *ctx, const fc_softmax_
      * split's 32 KiB slices leave most of the device idle (H100, 2026-11-25, ms, cooperative
      * against ordered: 3 x 1000003 f16 0.030 vs 0.041, 4 x 1M 0.0163-0.0165 vs 0.0188-0.0191,
      * 2 x 1M 0.0139 vs 0.0153; from 16 rows the ordered split wins, 16 x 1M 0.0387 vs 0.0442).
- * Rows of more slices than compute units, which only the A/B switches FLASHCL_SOFTMAX_COOP_PROBE
- * and _RESIDENT allow, take it whatever their count: it is what those switches measure. */
+     * Rows of more slices than compute units, which only the A/B switches
+     * FLASHCL_SOFTMAX_COOP_PROBE and _RESIDENT allow, take it whatever their count: it is what
+     * those switches measure. */
     if (dev->is_gpu && fc_plan_coop(p, dev, k, desc, room) &&
         (fc_plan_pipe(p, dev, k, desc->x_dtype, rows) || desc->x_dtype == FLASHCL_F32 ||
          p->slices <= 64 || rows <= 4 || !k->ordered || p->slices > dev->compute_units))

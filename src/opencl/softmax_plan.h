@@ -66,15 +66,21 @@ static inline int fc_softmax_rows_aligned(const fc_softmax_desc *desc)
                                 (uint64_t)desc->y_row_stride % chunk == 0));
 }
 
-/* The kernel a cooperative plan held as `bits` (0: as floats) launches for rows in layout `vec`
- * (softmax.c's; 2: shifted): the aligned twin for vec 1 where it was built. */
+/* The kernel for rows in layout `vec` (softmax.c's; 2: shifted): the aligned twin for vec 1
+ * where it was built. */
+static inline cl_kernel fc_layout_kernel(cl_kernel plain, cl_kernel aligned, int vec)
+{
+    return vec == 1 && aligned ? aligned : plain;
+}
+
+/* The kernel a cooperative plan held as `bits` (0: as floats) launches for rows in layout
+ * `vec`. */
 static inline cl_kernel fc_coop_kernel(const fc_softmax_kernels *k, unsigned bits, int xd, int yd,
                                        int vec)
 {
     if (bits) return k->split_row_cooperative_bits[bits == 128][xd][yd];
-    return vec == 1 && k->split_row_cooperative_aligned[xd][yd]
-               ? k->split_row_cooperative_aligned[xd][yd]
-               : k->split_row_cooperative[xd][yd];
+    return fc_layout_kernel(k->split_row_cooperative[xd][yd],
+                            k->split_row_cooperative_aligned[xd][yd], vec);
 }
 
 /* How many work-groups of the cooperative split row may count as resident at once, the bound on
