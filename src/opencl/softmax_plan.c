@@ -255,8 +255,8 @@ static unsigned fc_coop_bits(const fc_softmax_kernels *k, const fc_softmax_desc 
 
 void fc_coop_room_init(fc_coop_room *room, fc_cl_context *ctx)
 {
-    const char *env = getenv("FLASHCL_SOFTMAX_COOP_RESIDENT");
-    room->per_unit = env && atoi(env) > 0 ? (uint64_t)atoi(env) : 0;
+    const long per_unit = fc_env_long("FLASHCL_SOFTMAX_COOP_RESIDENT", 0);
+    room->per_unit = per_unit > 0 ? (uint64_t)per_unit : 0;
     room->probe = !room->per_unit && fc_env_flag("FLASHCL_SOFTMAX_COOP_PROBE") ? ctx : NULL;
     room->status = FLASHCL_SUCCESS;
 }
