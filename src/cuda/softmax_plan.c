@@ -36,11 +36,10 @@
  *                     rows of up to three times the ring grid's blocks less one (~9.7M f32,
  *                     ~19.4M 16-bit columns) take the ring form, whose blocks park two
  *                     slices each, three blocks an SM (cuda/softmax_split_held_ring.cuh).
- *                     Rows that do not
- *                     start 16-byte aligned (odd lengths, element offsets) are held in their
- *                     shifted layout, counted from the 16-byte boundary before each row, so
- *                     that their vectors load and store 16 bytes at a time: f32 as floats,
- *                     16-bit inputs as their bits.
+ *                     Rows that do not start 16-byte aligned (odd lengths, element offsets)
+ *                     are held in their shifted layout, counted from the 16-byte boundary
+ *                     before each row, so that their vectors load and store 16 bytes at a
+ *                     time: f32 as floats, 16-bit inputs as their bits.
  * Forced SPLIT_ROW takes the split-held kernel where it fits, else the staged kernel with two
  * chunks or more where it fits, else the resident split, else the two-kernel split.
  *
@@ -295,20 +294,20 @@ static int narrow_bits(const fc_cuda_context *ctx, int64_t cols) {
             cols % FC_SPLIT_HELD_BITS_SLICE <= FC_SPLIT_HELD_NARROW_BITS_SLICE);
 }
 
-/* Whether a pipelined row takes the ring kernel (cuda/softmax_split_held_ring.cuh) rather than
- * the pipelined kernel h (its merged form for f32 rows of more slices than its grid's blocks, or
- * any row where forced): only where three ring blocks fit an SM, and only rows of more slices
- * than h takes (cooperatively: its grid's blocks, or twice that less one merged), which would
- * otherwise leave the split-held kernels. The ring's three blocks an SM are slower than the pipelined kernels'
- * four wherever those take the row, even where a row waits for its slices most (H100,
+/* Whether a pipelined row takes the ring kernel (cuda/softmax_split_held_ring.cuh) rather than the
+ * pipelined kernel h (its merged form for f32 rows of more slices than its grid's blocks, or any
+ * row where forced): only where three ring blocks fit an SM, and only rows of more slices than h
+ * takes (cooperatively: its grid's blocks, or twice that less one merged), which would otherwise
+ * leave the split-held kernels. The ring's three blocks an SM are slower than the pipelined
+ * kernels' four wherever those take the row, even where a row waits for its slices most (H100,
  * 2026-12-06, compare_torch.py, ms, ring against main, two rounds: 8x8388608 f16 0.1087-0.1086
  * against 0.1023-0.1043, f32 0.2421-0.2418 against 0.2285-0.2288; 16x4194304 f16 0.1059-0.1056
- * against 0.0967-0.0978; 64x1048576 f16 0.1017-0.1016 against 0.0942-0.0945; but 6x6000000
- * f32, 733 slices in the merged kernel, 0.1211-0.1206 against 0.1280-0.1285), and past them it
- * is the faster plan: 4x16777216 16-bit (1024 slices) 0.1255 against the two-kernel split's
- * 0.1484-0.1488 (bench/results/2026-12-06-h100-s42-ring.txt; on the commit, 72-77 % of copy for
- * 16-bit 4x16777216, 2x16777216 and 1x19000000: -ring-verify). Those 16-bit rows were measured
- * before the merged kernel had 16-bit forms, which take them only when forced
+ * against 0.0967-0.0978; 64x1048576 f16 0.1017-0.1016 against 0.0942-0.0945; but 6x6000000 f32, 733
+ * slices in the merged kernel, 0.1211-0.1206 against 0.1280-0.1285), and past them it is the faster
+ * plan: 4x16777216 16-bit (1024 slices) 0.1255 against the two-kernel split's 0.1484-0.1488
+ * (bench/results/2026-12-06-h100-s42-ring.txt; on the commit, 72-77 % of copy for 16-bit
+ * 4x16777216, 2x16777216 and 1x19000000: -ring-verify). Those 16-bit rows were measured before the
+ * merged kernel had 16-bit forms, which take them only when forced
  * (FLASHCL_CUDA_SOFTMAX_PIPELINE_MERGED=2) until a GPU times them against the ring.
  * FLASHCL_CUDA_SOFTMAX_PIPELINE_RING=1 gives it every pipelined row (tests, A/B), =0 none. */
 static int ring_suits(const fc_cuda_context *ctx, const fc_softmax_desc *d,
@@ -446,9 +445,9 @@ uint64_t fc_cuda_split_held_blocks(const fc_cuda_context *ctx, const fc_cuda_hel
  * (1024 slices) 0.331 against 0.204-0.205, while 16-bit (512) gained, 0.123 against 0.137-0.139,
  * as did 16x4194304 (512 f32 / 256 16-bit slices), f32 0.208 against 0.232, f16 0.106 against
  * 0.159. The merged kernel (f32 rows; any where forced) takes rows of up to 2 * fit - 1 slices:
- * the block that completes a row merges it once for all. H100, 2026-12-06, compare_torch.py ms, against the
- * resident split it replaced: 8x8388608 f32 0.232 against 0.247, 6x6000000 0.138 against 0.149,
- * 3x5005312 0.057 against 0.065 (bench/results/2026-12-06-session40.md). */
+ * the block that completes a row merges it once for all. H100, 2026-12-06, compare_torch.py ms,
+ * against the resident split it replaced: 8x8388608 f32 0.232 against 0.247, 6x6000000 0.138
+ * against 0.149, 3x5005312 0.057 against 0.065 (bench/results/2026-12-06-session40.md). */
 int64_t fc_cuda_plan_split_held(const fc_cuda_context *ctx, const fc_softmax_desc *d,
                                const fc_cuda_held_kernels *h) {
     const int64_t fit = blocks_fit(ctx, h->blocks_per_sm);
