@@ -47,22 +47,20 @@ static const struct {
 
 static int ring_slots(const fc_cl_device *dev)
 {
-    const char *env = getenv("FLASHCL_ATTENTION_MMA_RING_SLOTS");
-    const int forced = env && *env ? atoi(env) : 0;
+    const long forced = fc_env_long("FLASHCL_ATTENTION_MMA_RING_SLOTS", 0);
     int s = FC_MMA_RING_DEFAULT_SLOTS;
     size_t i;
     for (i = 0; i < sizeof fc_mma_ring_slots_by_name / sizeof fc_mma_ring_slots_by_name[0]; i++)
         if (strstr(dev->info.name, fc_mma_ring_slots_by_name[i].name_part))
             s = fc_mma_ring_slots_by_name[i].slots;
-    return forced >= 3 && forced <= 5 ? forced : s; /* else this GPU's default */
+    return forced >= 3 && forced <= 5 ? (int)forced : s; /* else this GPU's default */
 }
 
 /* Warps per work-group: 4, or FLASHCL_ATTENTION_MMA_WARPS (1, 2, 4 or 8) for measurements. */
 static int mma_warps(void)
 {
-    const char *env = getenv("FLASHCL_ATTENTION_MMA_WARPS");
-    const int w = env && *env ? atoi(env) : FC_MMA_DEFAULT_WARPS;
-    return w == 1 || w == 2 || w == 4 || w == 8 ? w : FC_MMA_DEFAULT_WARPS;
+    const long w = fc_env_long("FLASHCL_ATTENTION_MMA_WARPS", FC_MMA_DEFAULT_WARPS);
+    return w == 1 || w == 2 || w == 4 || w == 8 ? (int)w : FC_MMA_DEFAULT_WARPS;
 }
 
 void fc_cl_attention_mma_options(const fc_cl_device *dev, int part, char *out, size_t out_size)

@@ -244,8 +244,7 @@ static void fc_plan_split(fc_plan *p, const fc_cl_device *dev, const fc_softmax_
  * them as floats (A/B, tests); FLASHCL_SOFTMAX_BITS_ELEMS=64|128 sets the elements (tuning). */
 static unsigned fc_coop_bits(const fc_softmax_kernels *k, const fc_softmax_desc *desc)
 {
-    const char *env = getenv("FLASHCL_SOFTMAX_BITS_ELEMS");
-    const int forced = env ? atoi(env) : 0;
+    const long forced = fc_env_long("FLASHCL_SOFTMAX_BITS_ELEMS", 0);
     if (!k->coop_bits || desc->x_dtype == FLASHCL_F32 || desc->cols % 8 != 0 ||
         !fc_softmax_rows_aligned(desc) || fc_env_flag("FLASHCL_SOFTMAX_NO_BITS"))
         return 0;
@@ -298,12 +297,13 @@ static uint64_t fc_coop_resident(fc_coop_room *room, const fc_cl_device *dev,
  * whose slices fit: small groups let several share a compute unit, so one group's wait overlaps
  * another's loads (measured on an H100, f32 4096 x 32768: 98% of copy bandwidth with 128, 91%
  * with 256 or more; more slices per row than compute units measured slower, 64 x 1M f32: 57%
- * against 67%). FLASHCL_SOFTMAX_COOP_WG=n overrides the starting size (tuning). A row that fits
- * one group gets the smallest group that holds it. */
+ * against 67%). FLASHCL_SOFTMAX_COOP_WG=n (32 or more) sets the starting size and turns off the
+ * widening and narrowing below (tuning). A row that fits one group gets the smallest group that
+ * holds it. */
 static int fc_plan_coop(fc_plan *p, const fc_cl_device *dev, const fc_softmax_kernels *k,
                         const fc_softmax_desc *desc, fc_coop_room *room)
 {
-    const char *env = getenv("FLASHCL_SOFTMAX_COOP_WG");
+    const long wg_asked = fc_env_long("FLASHCL_SOFTMAX_COOP_WG", 0);
     const flashcl_dtype x_dtype = desc->x_dtype;
     /* Rows that do not start on a chunk run in their shifted layout (fc_shifted). H200, NVIDIA OpenCL,
      * 2026-11-26, ms against element accesses in the same call: 4096x50257 f16 0.332 against
@@ -313,7 +313,7 @@ static int fc_plan_coop(fc_plan *p, const fc_cl_device *dev, const fc_softmax_ke
     const uint64_t ucols = (uint64_t)desc->cols + (shifted ? fc_chunk_elems(x_dtype) - 1 : 0);
     const unsigned bits = fc_coop_bits(k, desc);
     const uint64_t elems = bits ? bits : k->coop_elems[x_dtype];
-    size_t wg = env && atoi(env) >= 32 ? fc_ceil_pow2((size_t)atoi(env)) : 128;
+    size_t wg = wg_asked >= 32 ? fc_ceil_pow2((size_t)wg_asked) : 128;
     uint64_t slices;
     fc_resident_source from;
     if (!k->coop || fc_env_flag("FLASHCL_SOFTMAX_NO_COOP")) return 0;
@@ -332,7 +332,7 @@ static int fc_plan_coop(fc_plan *p, const fc_cl_device *dev, const fc_softmax_ke
      * -> 0.2788, 300x100000 0.069 -> 0.074). 16-bit slices of 256 x 64 elements lost: 64x1M
      * f16 0.106 (ordered) -> 0.120, 128x524288 f16 0.098 -> 0.110
      * (bench/results/2026-11-26-session24.md). */
-    while (!env && x_dtype == FLASHCL_F32 && slices > FC_COOP_GATHER_SLOTS &&
+    while (wg_asked < 32 && x_dtype == FLASHCL_F32 && slices > FC_COOP_GATHER_SLOTS &&
            wg * 2 <= k->coop_wg && wg * 2 <= 256) { /* 256: the size measured */
         const uint64_t wider = (ucols + wg * 2 * elems - 1) / (wg * 2 * elems);
         /* past the compute units, fewer wider groups may fit than half as many narrow ones */
@@ -354,7 +354,7 @@ static int fc_plan_coop(fc_plan *p, const fc_cl_device *dev, const fc_softmax_ke
      * The bits kernel at 64 a work-item takes the same rule, measured only against the floats:
      * 16384x12288 f16 (groups of 64) 0.2258 -> 0.2103 on an H200, 0.2798 -> 0.2828 on an H100
      * (bench/results/2026-11-26-session25.md); groups of 128 there are untried. */
-    if (!env && x_dtype != FLASHCL_F32 && elems == 64 && wg == 128 && slices > 1) {
+    if (wg_asked < 32 && x_dtype != FLASHCL_F32 && elems == 64 && wg == 128 && slices > 1) {
         const uint64_t slices64 = (ucols + 64 * elems - 1) / (64 * elems);
         const double fill128 = (double)ucols / (double)(slices * 128 * elems);
         const double fill64 = (double)ucols / (double)(slices64 * 64 * elems);
@@ -401,10 +401,10 @@ static int fc_plan_coop(fc_plan *p, const fc_cl_device *dev, const fc_softmax_ke
 static int fc_plan_pipe(fc_plan *p, const fc_cl_device *dev, const fc_softmax_kernels *k,
                         flashcl_dtype x_dtype, int64_t rows)
 {
-    const char *from_env = getenv("FLASHCL_SOFTMAX_PIPE_SLICES");
-    const char *per_env = getenv("FLASHCL_SOFTMAX_PIPE_GROUPS");
-    const int from = from_env ? atoi(from_env) : 32;
-    const size_t per = per_env && atoi(per_env) > 0 ? (size_t)atoi(per_env) : 4;
+    const char *from_env = getenv("FLASHCL_SOFTMAX_PIPE_SLICES"); /* asked: any dtype or size */
+    const long from = fc_env_long("FLASHCL_SOFTMAX_PIPE_SLICES", 32);
+    const long per_asked = fc_env_long("FLASHCL_SOFTMAX_PIPE_GROUPS", 0);
+    const size_t per = per_asked > 0 ? (size_t)per_asked : 4;
     const size_t groups = (size_t)dev->compute_units * per;
     const size_t parked = p->wg * k->coop_elems[x_dtype];
     if (!k->pipe_wg || from <= 0 || p->kind != FC_PLAN_COOP || p->bits || p->slices < 2 ||
@@ -412,7 +412,7 @@ static int fc_plan_pipe(fc_plan *p, const fc_cl_device *dev, const fc_softmax_ke
         p->slices < (unsigned)from || p->wg > k->pipe_wg || parked > k->pipe_floats ||
         groups < p->slices || (uint64_t)rows * p->slices <= groups)
         return 0;
-    if (!from_env && (x_dtype != FLASHCL_F32 || parked < k->pipe_floats)) return 0;
+    if (!(from_env && *from_env) && (x_dtype != FLASHCL_F32 || parked < k->pipe_floats)) return 0;
     p->kind = FC_PLAN_PIPE;
     p->groups = groups;
     return 1;
@@ -426,20 +426,18 @@ static void fc_plan_ordered(fc_plan *p, const fc_softmax_kernels *k, flashcl_dty
                             int64_t rows, int64_t cols)
 {
     const uint64_t xb = fc_dtype_bytes(x_dtype), ucols = (uint64_t)cols;
-    const char *env = getenv("FLASHCL_SOFTMAX_L2_BUDGET_KB");
-    const char *slice_env = getenv("FLASHCL_SOFTMAX_ORDERED_SLICE_KB");
-    const char *wg_env = getenv("FLASHCL_SOFTMAX_ORDERED_WG");
+    const long budget_kb = fc_env_long("FLASHCL_SOFTMAX_L2_BUDGET_KB", 0);
+    const long slice_kb = fc_env_long("FLASHCL_SOFTMAX_ORDERED_SLICE_KB", 0);
+    const long wg_env = fc_env_long("FLASHCL_SOFTMAX_ORDERED_WG", 0);
     const int wide = x_dtype != FLASHCL_F32; /* 16-bit input: its own slices and budget */
-    const uint64_t slice_bytes = slice_env && atoi(slice_env) > 0 ? (uint64_t)atoi(slice_env) << 10
-                                                                  : k->ordered_slice[wide];
-    const size_t wg_asked = wg_env && atoi(wg_env) >= 32 ? fc_ceil_pow2((size_t)atoi(wg_env))
-                                                         : k->ordered_wg;
+    const uint64_t slice_bytes = slice_kb > 0 ? (uint64_t)slice_kb << 10 : k->ordered_slice[wide];
+    const size_t wg_asked = wg_env >= 32 ? fc_ceil_pow2((size_t)wg_env) : k->ordered_wg;
     const size_t wg = wg_asked < k->ordered_wg ? wg_asked : k->ordered_wg;
     uint64_t unit = (uint64_t)wg * fc_chunk_elems(x_dtype) * k->stream_unroll;
     if (unit * xb > slice_bytes) unit = (uint64_t)wg * fc_chunk_elems(x_dtype);
     const uint64_t target = unit * (slice_bytes / (unit * xb) > 0 ? slice_bytes / (unit * xb) : 1);
     uint64_t budget = k->l2_budget[wide], lag;
-    if (env && atoi(env) > 0) budget = (uint64_t)atoi(env) << 10;
+    if (budget_kb > 0) budget = (uint64_t)budget_kb << 10;
     fc_plan_slices(p, FC_PLAN_ORDERED, wg, ucols, (ucols + target - 1) / target, unit);
     lag = budget / (p->slice_len * xb);
     if (lag < p->slices) lag = p->slices;
