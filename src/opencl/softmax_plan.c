@@ -260,14 +260,15 @@ void fc_coop_room_init(fc_coop_room *room, fc_cl_context *ctx)
     room->status = FLASHCL_SUCCESS;
 }
 
-/* The work-groups of the cooperative kernel for `bits` (fc_coop_kernel) of wg work-items that
+/* The work-groups of the cooperative kernel for `bits` and row layout `vec` (fc_coop_kernel; the
+ * layout fc_cl_softmax launches with: 2 when the plan is shifted) of wg work-items that
  * may count as resident at once, for a row of `slices` slices; *from says whence. One a compute
  * unit when that is enough or nothing in `room` raises it; else FLASHCL_SOFTMAX_COOP_RESIDENT's
  * count or the probe's (which fails into room->status), a probe that finds fewer than one a
  * compute unit leaving that bound (it can only count short). */
 static uint64_t fc_coop_resident(fc_coop_room *room, const fc_cl_device *dev,
                                  const fc_softmax_kernels *k, const fc_softmax_desc *desc,
-                                 unsigned bits, size_t wg, uint64_t slices,
+                                 unsigned bits, int vec, size_t wg, uint64_t slices,
                                  fc_resident_source *from)
 {
     const uint64_t units = dev->compute_units;
@@ -282,9 +283,7 @@ static uint64_t fc_coop_resident(fc_coop_room *room, const fc_cl_device *dev,
     if (!room->probe || !k->probe_built[desc->x_dtype]) return units;
     room->status = fc_softmax_resident(
         room->probe,
-        fc_coop_kernel(k, bits, (int)desc->x_dtype, (int)desc->y_dtype,
-                       fc_shifted(desc) ? 2 : fc_softmax_rows_aligned(desc)),
-        wg, &probed);
+        fc_coop_kernel(k, bits, (int)desc->x_dtype, (int)desc->y_dtype, vec), wg, &probed);
     if (room->status != FLASHCL_SUCCESS || probed <= units) return units;
     *from = FC_RESIDENT_PROBED;
     return probed;
@@ -310,6 +309,7 @@ static int fc_plan_coop(fc_plan *p, const fc_cl_device *dev, const fc_softmax_ke
      * 0.850 (torch 0.350), bf16 0.338 against 1.022, f32 0.427 against 0.524; 512x50257 f16
      * 0.050 against 0.140 (torch 0.053) (bench/results/2026-11-26-h200-s17-shifted-rows.txt). */
     const int shifted = fc_shifted(desc);
+    const int vec = shifted ? 2 : fc_softmax_rows_aligned(desc); /* as fc_cl_softmax launches */
     const uint64_t ucols = (uint64_t)desc->cols + (shifted ? fc_chunk_elems(x_dtype) - 1 : 0);
     const unsigned bits = fc_coop_bits(k, desc);
     const uint64_t elems = bits ? bits : k->coop_elems[x_dtype];
@@ -320,7 +320,7 @@ static int fc_plan_coop(fc_plan *p, const fc_cl_device *dev, const fc_softmax_ke
     if (wg > k->coop_wg) wg = k->coop_wg;
     for (;;) {
         slices = (ucols + wg * elems - 1) / (wg * elems);
-        if (slices <= fc_coop_resident(room, dev, k, desc, bits, wg, slices, &from)) break;
+        if (slices <= fc_coop_resident(room, dev, k, desc, bits, vec, wg, slices, &from)) break;
         if (wg * 2 > k->coop_wg) return 0;
         wg *= 2;
     }
@@ -336,7 +336,7 @@ static int fc_plan_coop(fc_plan *p, const fc_cl_device *dev, const fc_softmax_ke
            wg * 2 <= k->coop_wg && wg * 2 <= 256) { /* 256: the size measured */
         const uint64_t wider = (ucols + wg * 2 * elems - 1) / (wg * 2 * elems);
         /* past the compute units, fewer wider groups may fit than half as many narrow ones */
-        if (wider > fc_coop_resident(room, dev, k, desc, bits, wg * 2, wider, &from)) break;
+        if (wider > fc_coop_resident(room, dev, k, desc, bits, vec, wg * 2, wider, &from)) break;
         wg *= 2;
         slices = wider;
     }
@@ -359,7 +359,7 @@ static int fc_plan_coop(fc_plan *p, const fc_cl_device *dev, const fc_softmax_ke
         const double fill128 = (double)ucols / (double)(slices * 128 * elems);
         const double fill64 = (double)ucols / (double)(slices64 * 64 * elems);
         if (fill64 > fill128 + 0.05 &&
-            slices64 <= fc_coop_resident(room, dev, k, desc, bits, 64, slices64, &from)) {
+            slices64 <= fc_coop_resident(room, dev, k, desc, bits, vec, 64, slices64, &from)) {
             wg = 64;
             slices = slices64;
         }
@@ -374,7 +374,7 @@ static int fc_plan_coop(fc_plan *p, const fc_cl_device *dev, const fc_softmax_ke
     p->shifted = shifted;
     p->bits = bits;
     /* the bound the slices met (answered before: no second probe), for the trace */
-    p->resident = fc_coop_resident(room, dev, k, desc, bits, wg, p->slices, &p->resident_from);
+    p->resident = fc_coop_resident(room, dev, k, desc, bits, vec, wg, p->slices, &p->resident_from);
     return !room || room->status == FLASHCL_SUCCESS;
 }
 
