@@ -29,13 +29,14 @@
  *                     waiting for the parked one's row. Rows past 32768 columns, as long as a
  *                     row takes at most one slice per SM (~1.08M columns on an H100, ~2.16M
  *                     for 16-bit inputs), or in the pipelined form, launched cooperatively,
- *                     one per block (4 per SM: ~4.3M and ~8.6M columns); f32 rows of up
- *                     to twice that less one (~8.6M columns) take the merged pipelined
- *                     form, where the block that completes a row merges its (max, sum) once
- *                     for all the others to read (its 16-bit forms only when forced, below);
- *                     rows of up to three times the ring grid's blocks less one (~9.7M f32,
- *                     ~19.4M 16-bit columns) take the ring form, whose blocks park two
- *                     slices each, three blocks an SM (cuda/softmax_split_held_ring.cuh).
+ *                     one per block (4 per SM: ~4.3M and ~8.6M columns). Longer rows take
+ *                     the ring form, whose blocks park two slices each, three blocks an SM
+ *                     (cuda/softmax_split_held_ring.cuh), while they are at most two slices
+ *                     per ring block (~6.5M f32, ~13M 16-bit columns); then the merged
+ *                     pipelined form, where the block that completes a row merges its (max,
+ *                     sum) once for all the others to read, up to twice the pipelined
+ *                     grid's blocks less one (~8.6M and ~17.3M columns); then the ring again,
+ *                     up to three times its blocks less one (~9.7M and ~19.4M) (ring_suits).
  *                     Rows that do not start 16-byte aligned (odd lengths, element offsets)
  *                     are held in their shifted layout, counted from the 16-byte boundary
  *                     before each row, so that their vectors load and store 16 bytes at a
@@ -52,12 +53,11 @@
  * the one-ticket kernel's blocks of 256 (8192 columns) instead of 128 (4096);
  * FLASHCL_CUDA_SOFTMAX_PIPELINE_SLICES=n sends split-held rows of at least
  * n slices to the pipelined kernel (by default rows of 32 or more, when they are more slices
- * than its grid's blocks); FLASHCL_CUDA_SOFTMAX_PIPELINE_MERGED=0 keeps f32 rows of more
- * slices than the pipelined grid's blocks out of the merged kernel (to the ring kernel where it
- * takes them), =2 gives the merged kernel every pipelined row, also rows of at most the grid's
- * blocks, any dtype (A/B, tests; default 1: f32 rows of more slices than the grid's blocks;
- * its 16-bit forms have not yet been timed on a GPU against the plain pipelined kernel or the
- * ring, so 16-bit rows take it only when forced);
+ * than its grid's blocks); FLASHCL_CUDA_SOFTMAX_PIPELINE_MERGED=0 keeps rows of more slices
+ * than the pipelined grid's blocks out of the merged kernel (to the ring kernel where it takes
+ * them), =2 gives the merged kernel every pipelined row, also rows of at most the grid's blocks
+ * and those the ring would take (A/B, tests; default 1: rows of more slices than the grid's
+ * blocks where the ring does not suit them better);
  * FLASHCL_CUDA_SOFTMAX_PIPELINE_RING=1 gives every pipelined row the ring kernel, =0 none (by
  * default rows longer than the pipelined kernels take; A/B, tests);
  * FLASHCL_CUDA_SOFTMAX_NO_SHIFT=1 loads and stores unaligned rows element by element in the
@@ -295,32 +295,38 @@ static int narrow_bits(const fc_cuda_context *ctx, int64_t cols) {
 }
 
 /* Whether a pipelined row takes the ring kernel (cuda/softmax_split_held_ring.cuh) rather than the
- * pipelined kernel h (its merged form for f32 rows of more slices than its grid's blocks, or any
- * row where forced): only where three ring blocks fit an SM, and only rows of more slices than h
- * takes (cooperatively: its grid's blocks, or twice that less one merged), which would otherwise
- * leave the split-held kernels. The ring's three blocks an SM are slower than the pipelined
- * kernels' four wherever those take the row, even where a row waits for its slices most (H100,
- * 2026-12-06, compare_torch.py, ms, ring against main, two rounds: 8x8388608 f16 0.1087-0.1086
- * against 0.1023-0.1043, f32 0.2421-0.2418 against 0.2285-0.2288; 16x4194304 f16 0.1059-0.1056
- * against 0.0967-0.0978; 64x1048576 f16 0.1017-0.1016 against 0.0942-0.0945; but 6x6000000 f32, 733
- * slices in the merged kernel, 0.1211-0.1206 against 0.1280-0.1285), and past them it is the faster
- * plan: 4x16777216 16-bit (1024 slices) 0.1255 against the two-kernel split's 0.1484-0.1488
- * (bench/results/2026-12-06-h100-s42-ring.txt; on the commit, 72-77 % of copy for 16-bit
- * 4x16777216, 2x16777216 and 1x19000000: -ring-verify). Those 16-bit rows were measured before the
- * merged kernel had 16-bit forms, which take them only when forced
- * (FLASHCL_CUDA_SOFTMAX_PIPELINE_MERGED=2) until a GPU times them against the ring.
- * FLASHCL_CUDA_SOFTMAX_PIPELINE_RING=1 gives it every pipelined row (tests, A/B), =0 none. */
+ * pipelined kernel h (its merged form for rows of more slices than its grid's blocks, or any row
+ * where forced): only where three ring blocks fit an SM, and only rows of more slices than the
+ * plain pipelined kernel's grid holds. Those rows take it while they are at most twice its
+ * blocks (each block parks two slices, so the whole row is held at once: 792 slices on 132 SMs),
+ * and past what the merged kernel takes (twice the pipelined grid's blocks less one: 1055); in
+ * between, the merged kernel (`prefer_merged`, unless the switch below forces it). H100,
+ * 2026-12-07, compare_torch.py, ms, ring against merged, two rounds: f32 (slices of 8192)
+ * 4x4500000 (550 slices) 0.0632-0.0626 against 0.0643-0.0642, 4x5500000 (672) 0.0762-0.0748
+ * against 0.0790-0.0798, 4x6400000 (782) 0.0904-0.0891 against 0.0891-0.0891, 4x7000000 (855)
+ * 0.1033-0.1017 against 0.0982-0.0983, 8x8388608 (1024) 0.2427-0.2420 against 0.2281-0.2289;
+ * f16 (slices of 16384; bf16 alike) 4x12000000 (733) 0.0838-0.0847 against 0.0867-0.0867,
+ * 4x13500000 (824) 0.0992-0.1000 against 0.0971-0.0952, 4x15000000 (916) 0.1122-0.1122 against
+ * 0.1072-0.1071, 4x16000000 (977) 0.1218-0.1217 against 0.1134-0.1129, 4x16777216 (1024)
+ * 0.1272-0.1256 against 0.1173-0.1170 (bench/results/2026-12-07-session46.md). The ring's
+ * three blocks an SM are slower than the plain pipelined kernel's four wherever that takes the
+ * row (session 42: 8x8388608 f16 0.1087 against 0.1023-0.1043; 16x4194304 f16 0.1059 against
+ * 0.0967-0.0978; 64x1048576 f16 0.1017 against 0.0942-0.0945; bench/results/
+ * 2026-12-06-h100-s42-ring.txt). FLASHCL_CUDA_SOFTMAX_PIPELINE_RING=1 gives it every pipelined
+ * row (tests, A/B), =0 none. */
 static int ring_suits(const fc_cuda_context *ctx, const fc_softmax_desc *d,
-                      const fc_cuda_held_kernels *h) {
+                      const fc_cuda_held_kernels *h, int64_t slices, int prefer_merged) {
     const int dt = (int)d->x_dtype;
     const long forced = fc_env_long("FLASHCL_CUDA_SOFTMAX_PIPELINE_RING", -1);
+    const int64_t ring_blocks = blocks_fit(ctx, FC_SOFTMAX_SPLIT_HELD_RING_BLOCKS_PER_SM);
     if (!ctx->kernels.softmax_split_held_ring[dt] || !ctx->cooperative ||
         ctx->kernels.softmax_split_held_ring_blocks_per_sm[dt] !=
             FC_SOFTMAX_SPLIT_HELD_RING_BLOCKS_PER_SM ||
         forced == 0)
         return 0;
     /* h's own bound (fc_cuda_plan_split_held) says whether h takes the row */
-    return forced == 1 || fc_cuda_plan_split_held(ctx, d, h) == 0;
+    return forced == 1 || fc_cuda_plan_split_held(ctx, d, h) == 0 ||
+           (h->merged && !prefer_merged && slices <= 2 * ring_blocks);
 }
 
 fc_cuda_held_kernels fc_cuda_pick_held(const fc_cuda_context *ctx, const fc_softmax_desc *d,
@@ -332,8 +338,9 @@ fc_cuda_held_kernels fc_cuda_pick_held(const fc_cuda_context *ctx, const fc_soft
     const int64_t slices = (int64_t)fc_cuda_ceil_div((uint64_t)d->cols, (uint64_t)bits_slice);
     const long forced = fc_env_long("FLASHCL_CUDA_SOFTMAX_PIPELINE_SLICES", 0);
     const int64_t fit = blocks_fit(ctx, k->softmax_split_held_pipelined_blocks_per_sm[dt]);
-    /* 0: never the merged kernel; 2: every pipelined row, any dtype (A/B, tests); else f32
-     * rows of more slices than the pipelined grid's blocks (the 16-bit forms are untimed) */
+    /* 0: never the merged kernel; 2: every pipelined row, any dtype, before the ring (A/B,
+     * tests); else rows of more slices than the pipelined grid's blocks that the ring does not
+     * suit better (ring_suits) */
     const long merged = fc_env_long("FLASHCL_CUDA_SOFTMAX_PIPELINE_MERGED", 1);
     fc_cuda_held_kernels h;
     memset(&h, 0, sizeof h);
@@ -345,12 +352,12 @@ fc_cuda_held_kernels fc_cuda_pick_held(const fc_cuda_context *ctx, const fc_soft
         h.blocks_per_sm = k->softmax_split_held_pipelined_blocks_per_sm[dt];
         h.pipelined = 1;
         if (k->softmax_split_held_pipelined_merged[dt] &&
-            (merged == 2 || (merged != 0 && f32 && slices > fit))) {
+            (merged == 2 || (merged != 0 && slices > fit))) {
             h.kernel = k->softmax_split_held_pipelined_merged[dt];
             h.blocks_per_sm = k->softmax_split_held_pipelined_merged_blocks_per_sm[dt];
             h.merged = 1;
         }
-        if (ring_suits(ctx, d, &h)) {
+        if (ring_suits(ctx, d, &h, slices, merged == 2)) {
             h.kernel = k->softmax_split_held_ring[dt];
             h.blocks_per_sm = k->softmax_split_held_ring_blocks_per_sm[dt];
             h.smem = k->softmax_split_held_ring_smem;
@@ -444,7 +451,7 @@ uint64_t fc_cuda_split_held_blocks(const fc_cuda_context *ctx, const fc_cuda_hel
  * ends in a grid-wide wait: H200, 2026-11-25, ms, against the plans before it: 8x8388608 f32
  * (1024 slices) 0.331 against 0.204-0.205, while 16-bit (512) gained, 0.123 against 0.137-0.139,
  * as did 16x4194304 (512 f32 / 256 16-bit slices), f32 0.208 against 0.232, f16 0.106 against
- * 0.159. The merged kernel (f32 rows; any where forced) takes rows of up to 2 * fit - 1 slices:
+ * 0.159. The merged kernel takes rows of up to 2 * fit - 1 slices:
  * the block that completes a row merges it once for all. H100, 2026-12-06, compare_torch.py ms,
  * against the resident split it replaced: 8x8388608 f32 0.232 against 0.247, 6x6000000 0.138
  * against 0.149, 3x5005312 0.057 against 0.065 (bench/results/2026-12-06-session40.md). */

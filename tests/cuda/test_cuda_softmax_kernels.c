@@ -165,13 +165,14 @@ static void test_split_held_kernels_agree(void **state) {
                   {FLASHCL_F16, FLASHCL_F16, 2, 8388608, 0, 1.0f, 1},
                   {FLASHCL_BF16, FLASHCL_F32, 3, 4194304, 1, 0.75f, 1}, /* scaled path */
                   {FLASHCL_F32, FLASHCL_F32, 2, 4194304, 0, 1.0f, 1},
-                  /* 1024 slices a row: the merged pipelined kernel (more slices than its grid
-                   * has blocks), the ring past twice its grid's (three blocks an SM) */
+                  /* 1024 slices a row, more than the pipelined kernel takes (4 blocks an SM):
+                   * AUTO's merged pipelined kernel (up to twice the grid's blocks less one,
+                   * 1055 on 132 SMs; the ring past that and up to two slices a ring block) */
                   {FLASHCL_F32, FLASHCL_F32, 2, 8388608, 1, 1.0f, 1},
-                  /* 1024 16-bit slices a row: more than the pipelined kernel takes (4 blocks an
-                   * SM), so AUTO's ring kernel where 3 ring blocks fit an SM; the merged pass
-                   * (forced) takes it up to twice the grid's blocks less one (1055 on 132 SMs) */
                   {FLASHCL_F16, FLASHCL_F16, 1, 16777216, 0, 1.0f, 1},
+                  /* 672 slices a row: AUTO's ring kernel where 3 ring blocks fit an SM (at
+                   * most two slices a ring block, 792 on 132 SMs) */
+                  {FLASHCL_F32, FLASHCL_F32, 1, 5500000, 0, 1.0f, 1},
                   /* 130 narrow slices of 4096 (AUTO's one-ticket kernel on a GPU of at least
                    * 130 SMs): past 128 slices a row, gather_row_stats' block form there too */
                   {FLASHCL_F32, FLASHCL_F32, 2, 532480, 1, 1.0f, 1}};
