@@ -1,16 +1,16 @@
 #!/bin/bash
-# One lent-GPU call for the two experiments that are on main, off by default, and were never run on
-# a GPU (landed in session 44, still unrun in session 45; what each is: bench/results/
-# 2026-12-07-session44.md, sections 3 and 4). From the repository root, through the device tool
+# One lent-GPU call for two experiments against the default plans (landed in session 44, what each
+# is: bench/results/2026-12-07-session44.md, sections 3 and 4; run in session 46 on an H100:
+# 2026-12-07-session46.md). From the repository root, through the device tool
 # with carry [".device"]:
 #     source .device/setup.sh; bash bench/device_pending_ab.sh
 # About 400 s on an H100: an OpenCL-only build and its A/B run beside the CUDA build. Output under
 # $OUT (summary on stdout). What to read:
 #  - cuda-ab1.txt: the merged 16-bit kernel (FLASHCL_CUDA_SOFTMAX_PIPELINE_MERGED=2) against AUTO
 #    (pipelined) on 8x8388608 and 16x4194304 f16/bf16;
-#  - cuda-ab2.txt: AUTO (the ring kernel for 16-bit rows of 529..1187 slices) against the merged
-#    kernel forced, on 4x12000000 and 4x16777216 f16 (733 and 1024 slices a row). If the merged
-#    kernel wins there, extend AUTO to 16-bit in fc_cuda_pick_held (src/cuda/softmax_plan.c);
+#  - cuda-ab2.txt: AUTO against the merged kernel forced, on 4x12000000 and 4x16777216 f16 (733
+#    and 1024 slices a row). Since session 46 AUTO gives the first the ring and the second the
+#    merged kernel (ring_suits, src/cuda/softmax_plan.c), so only the first is an A/B;
 #  - ocl-ab-*: the OpenCL residency probe (FLASHCL_SOFTMAX_COOP_PROBE=1) against the default plan,
 #    with the trace's "resident N (probed; ...)" line (about 528 expected on an H100);
 #  - test-resident.log, test-kernels.log, race.log: the two experiments' tests and racecheck.

@@ -30,12 +30,16 @@
  * FLASHCL_SOFTMAX_NO_COOP=1 leaves the cooperative split row out (then the ordered split);
  * FLASHCL_SOFTMAX_NO_SHIFT=1 runs its rows that do not start on a 16-byte chunk element by
  * element instead of in their shifted layout (cl/softmax_cooperative.cl);
- * FLASHCL_SOFTMAX_COOP_WG=n sets its smallest work-group (tuning; 128 by default; no widening);
+ * FLASHCL_SOFTMAX_COOP_WG=n (32 or more) sets its smallest work-group (tuning; 128 by default;
+ * no widening or narrowing);
  * FLASHCL_SOFTMAX_COOP_PROBE=1 lets its rows have as many slices as the kernel's groups that
  * the residency probe finds resident at once (softmax_resident.c), not only one a compute unit,
  * where the context was also created with it set (only then are the kernels built with the
  * probe's branch: FC_RESIDENT_PROBE, softmax_tuning.c), and AUTO then takes it for rows of
- * more slices than compute units whatever their count;
+ * more slices than compute units whatever their count. It stays off: on an H100 (2026-12-07) it
+ * found 660 groups resident and ran 8x8388608 f16 in 512 slices at 0.168 ms against the ordered
+ * split's 0.140, 16x4194304 f16 in 256 at 0.132-0.133 against 0.130
+ * (bench/results/2026-12-07-session46.md);
  * FLASHCL_SOFTMAX_COOP_RESIDENT=n assumes n a compute unit without a probe: for A/B only, as a
  * count the device does not have hangs the launch (both off by default; fc_coop_room);
  * FLASHCL_SOFTMAX_NO_BITS=1 holds its 16-bit rows as floats (cl/softmax_cooperative.cl);
