@@ -300,7 +300,9 @@ static int narrow_bits(const fc_cuda_context *ctx, int64_t cols) {
  * plain pipelined kernel's grid holds. Those rows take it while they are at most twice its
  * blocks (each block parks two slices, so the whole row is held at once: 792 slices on 132 SMs),
  * and past what the merged kernel takes (twice the pipelined grid's blocks less one: 1055); in
- * between, the merged kernel (`prefer_merged`, unless the switch below forces it). H100,
+ * between, the merged kernel. prefer_merged (FLASHCL_CUDA_SOFTMAX_PIPELINE_MERGED=2) keeps h
+ * wherever the merged kernel takes the row. Thresholds on other GPUs follow their SMs, unmeasured
+ * (132 SMs on both the H100 and the H200). H100,
  * 2026-12-07, compare_torch.py, ms, ring against merged, two rounds: f32 (slices of 8192)
  * 4x4500000 (550 slices) 0.0632-0.0626 against 0.0643-0.0642, 4x5500000 (672) 0.0762-0.0748
  * against 0.0790-0.0798, 4x6400000 (782) 0.0904-0.0891 against 0.0891-0.0891, 4x7000000 (855)

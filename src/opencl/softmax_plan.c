@@ -423,9 +423,10 @@ static int fc_plan_pipe(fc_plan *p, const fc_cl_device *dev, const fc_softmax_ke
 }
 
 /* Ordered split row: slices of about 32 KiB of input (two streaming steps of the work-group;
- * the device's figure per input width, softmax.c), and a lag that keeps the bytes read between a slice's two reads within the cache budget
- * (but at least a row: the no-deadlock condition, see cl/softmax_ordered.cl). A row longer than
- * the budget is normalised from its end back, the part read last first. */
+ * the device's figure per input width, softmax.c), and a lag that keeps the bytes read between
+ * a slice's two reads within the cache budget (but at least a row: the no-deadlock condition,
+ * see cl/softmax_ordered.cl). A row longer than the budget is normalised from its end back, the
+ * part read last first. */
 static void fc_plan_ordered(fc_plan *p, const fc_softmax_kernels *k, flashcl_dtype x_dtype,
                             int64_t rows, int64_t cols)
 {
