@@ -436,8 +436,8 @@ flashcl_status fc_cl_softmax(void *vctx, const fc_softmax_desc *desc)
     const cl_ulong rows = (cl_ulong)desc->rows;
     /* 16-byte chunk accesses need every row of x and y to start at a multiple of a chunk; rows
      * held and the cooperative split row run unaligned rows in their shifted layout instead
-     * (vec = 2). */
-    cl_int vec = fc_softmax_rows_aligned(desc);
+     * (vec = 2; fc_softmax_layout). */
+    cl_int vec;
     cl_ulong batch, row0;
     fc_coop_room room;
     fc_plan p;
@@ -450,7 +450,7 @@ flashcl_status fc_cl_softmax(void *vctx, const fc_softmax_desc *desc)
     fc_coop_room_init(&room, ctx);
     st = fc_softmax_choose_plan(ctx, desc, &room, &p);
     if (st != FLASHCL_SUCCESS) return st;
-    if (p.shifted) vec = 2; /* rows held or the cooperative split rows, shifted */
+    vec = fc_softmax_layout(desc, p.shifted);
     if (fc_env_flag("FLASHCL_SOFTMAX_TRACE")) {
         static const char *const names[] = {"rows_in_registers", "rows_held", "online_chunked",
                                             "split_row", "split_row_cooperative",

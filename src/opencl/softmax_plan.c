@@ -313,7 +313,7 @@ static int fc_plan_coop(fc_plan *p, const fc_cl_device *dev, const fc_softmax_ke
      * 0.850 (torch 0.350), bf16 0.338 against 1.022, f32 0.427 against 0.524; 512x50257 f16
      * 0.050 against 0.140 (torch 0.053) (bench/results/2026-11-26-h200-s17-shifted-rows.txt). */
     const int shifted = fc_shifted(desc);
-    const int vec = shifted ? 2 : fc_softmax_rows_aligned(desc); /* as fc_cl_softmax launches */
+    const int vec = fc_softmax_layout(desc, shifted); /* as fc_cl_softmax launches */
     const uint64_t ucols = (uint64_t)desc->cols + (shifted ? fc_chunk_elems(x_dtype) - 1 : 0);
     const unsigned bits = fc_coop_bits(k, desc);
     const uint64_t elems = bits ? bits : k->coop_elems[x_dtype];

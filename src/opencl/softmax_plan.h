@@ -66,6 +66,13 @@ static inline int fc_softmax_rows_aligned(const fc_softmax_desc *desc)
                                 (uint64_t)desc->y_row_stride % chunk == 0));
 }
 
+/* The row layout a plan launches its kernels with (`vec`): 2 for a plan in the shifted layout
+ * (fc_plan.shifted), else 1 where every row starts on a chunk, 0 element by element. */
+static inline int fc_softmax_layout(const fc_softmax_desc *desc, int shifted)
+{
+    return shifted ? 2 : fc_softmax_rows_aligned(desc);
+}
+
 /* The kernel for rows in layout `vec` (softmax.c's; 2: shifted): the aligned twin for vec 1
  * where it was built. */
 static inline cl_kernel fc_layout_kernel(cl_kernel plain, cl_kernel aligned, int vec)
