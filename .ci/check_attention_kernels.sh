@@ -35,7 +35,7 @@ done
 echo "== tensor-core attention program (NVIDIA inline PTX) for nvptx64"
 # Built by the library only for NVIDIA GPUs; here clang checks the OpenCL C and the asm
 # operands, and that the register arrays stay in registers (no local-memory stack frame).
-nvclang=$(command -v clang-18 || command -v clang-17 || command -v clang-16 || command -v clang-15 || command -v clang)
+nvclang=$(bash .ci/find_clang.sh)
 cat cl/ptx_async.h cl/attention_common.cl cl/attention_mma.cl cl/attention_mma_tf32x3.cl \
   > "$work/attention_mma.cl"
 for warps in 4 8; do

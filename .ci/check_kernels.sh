@@ -20,14 +20,7 @@ trap 'rm -rf "$work"' EXIT
 failures=0
 
 # ---- 1. clang compiles -------------------------------------------------------------------------
-CLANG=""
-for c in clang-18 clang-17 clang-16 clang-15 clang; do
-    if command -v "$c" >/dev/null 2>&1; then CLANG=$c; break; fi
-done
-if [ -z "$CLANG" ]; then
-    echo "check_kernels: no clang found" >&2
-    exit 1
-fi
+CLANG=$(bash .ci/find_clang.sh) || exit 1
 resource_include="$("$CLANG" -print-resource-dir)/include"
 echo "== compiling the softmax kernels with $CLANG ($("$CLANG" --version | head -n1))"
 
