@@ -115,5 +115,13 @@ typedef struct fc_softmax_args {
  * shared memory (16 bytes x ITEMS / VEC x THREADS each: 32 KiB), RING_BLOCKS_PER_SM blocks an SM. */
 #define FC_SOFTMAX_SPLIT_HELD_RING_SLOTS 2
 #define FC_SOFTMAX_SPLIT_HELD_RING_BLOCKS_PER_SM 3
+/* Its deep merged form (aligned rows of more slices than the grid holds): blocks of
+ * DEEP_THREADS holding DEEP_ITEMS f32 (DEEP_BITS_ITEMS 16-bit values) a thread as bits (up to
+ * 128 registers), DEEP_BLOCKS_PER_SM of them an SM, each parking a slice of 44 KiB in static
+ * shared memory (under its 48 KiB). */
+#define FC_SOFTMAX_SPLIT_HELD_DEEP_THREADS 128
+#define FC_SOFTMAX_SPLIT_HELD_DEEP_ITEMS 88
+#define FC_SOFTMAX_SPLIT_HELD_DEEP_BITS_ITEMS 176
+#define FC_SOFTMAX_SPLIT_HELD_DEEP_BLOCKS_PER_SM 4
 
 #endif

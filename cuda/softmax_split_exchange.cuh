@@ -149,6 +149,17 @@ FC_DEVICE int draw_ticket(unsigned long long *state, unsigned *ticket) {
     __syncthreads();
     return (int)*ticket;
 }
+/* The same, thread 0 calling drawn(ticket) before the block's barrier. */
+template <typename F>
+FC_DEVICE int draw_ticket(unsigned long long *state, unsigned *ticket, F drawn) {
+    if (threadIdx.x == 0) {
+        const unsigned t = (unsigned)atomicAdd(state, 1ull);
+        *ticket = t;
+        drawn((int)t);
+    }
+    __syncthreads();
+    return (int)*ticket;
+}
 
 /* Loads ticket t's slice into held and publishes its block's (m, d), even for a row of one slice
  * (one word and one count more, but no second path): the thread's own max in m; returns, to

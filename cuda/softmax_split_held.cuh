@@ -358,6 +358,40 @@ template <int TPB, typename H> __device__ void softmax_split_held(const fc_softm
     held.store(a, row, slice, m, r);
 }
 
+/* The stall prefetch of the merged kernel's f32 form (a.prefetch: tickets ahead; 0 in the other
+ * kernels). When a block draws a ticket t of its parked slice's row, it will wait for that row
+ * once t's slice is loaded, with no load of its own in flight; by then the row is the whole
+ * grid's (a row of 2 x grid f32 slices fills what the grid holds), so the grid waits and HBM
+ * idles. Thread 0 plans, as it draws t (when the block holds nothing in registers), a prefetch
+ * into L2 of ticket t + a.prefetch's slice, which a block draws after that wait, and issues it
+ * as one bulk prefetch (sm_90+) just before the wait. Planned into shared memory (address |
+ * bytes / 16 << 52; 0: none) because the address arithmetic at the wait, where the registers
+ * hold t's slice, spilled (4-20 bytes, sm_90a). */
+template <typename H>
+FC_DEVICE void plan_stall_prefetch(const fc_softmax_args &a, int slices, int total, int t,
+                                   int parked_row, volatile unsigned long long *plan) {
+    constexpr int BYTES = 16 / H::VEC;
+    const int f = t + a.prefetch;
+    *plan = 0;
+    if (t >= total || t / slices != parked_row || f >= total) return;
+    const int row = f / slices;
+    const int64_t begin = (int64_t)(f - row * slices) * H::COLS;
+    const int64_t n = a.cols - begin < H::COLS ? a.cols - begin : H::COLS;
+    const unsigned long long at =
+        reinterpret_cast<unsigned long long>(row_ptr(a.x, row, a.x_stride, BYTES) + begin * BYTES);
+    if (n > 0 && !(at & 15u)) *plan = at | (unsigned long long)((n * BYTES) >> 4) << 52;
+}
+FC_DEVICE void issue_stall_prefetch(const volatile unsigned long long *plan) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    const unsigned long long w = *plan;
+    if (w)
+        asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(w & ((1ull << 52) - 1)),
+                     "r"((unsigned)(w >> 52) << 4));
+#else
+    (void)plan;
+#endif
+}
+
 /* The pipelined ticketed kernel over held_bits: a grid of at most as many blocks as fit on the
  * GPU at once, each taking tickets until they run out. A block publishes its slice's (m, d),
  * parks the slice's bits in shared memory, then loads and publishes the slice of its next ticket
@@ -383,7 +417,7 @@ template <int TPB, typename H> __device__ void softmax_split_held(const fc_softm
  * on every shape (H200, 2026-11-26, ms, against this kernel: 1024x131072 f16 0.205-0.206
  * against 0.189, f32 0.336-0.337 against 0.313; 64x1M f16 0.105 against 0.098; 16x4194304 f32
  * 0.234 against 0.210). */
-template <int TPB, typename H, bool MERGED_ONCE = false>
+template <int TPB, typename H, bool MERGED_ONCE = false, bool STALL_PREFETCH = false>
 __device__ void softmax_split_held_pipelined(const fc_softmax_args &a) {
     __shared__ uint4 parked[H::NV * TPB];
     /* Each thread's own max over its parked values: in a register, except in the merged
@@ -393,6 +427,7 @@ __device__ void softmax_split_held_pipelined(const fc_softmax_args &a) {
     __shared__ float2 warp_slots[32];
     __shared__ float2 row_stats;
     __shared__ unsigned ticket, completes;
+    volatile __shared__ unsigned long long prefetch_plan; /* thread 0's (STALL_PREFETCH) */
     unsigned long long *state = reinterpret_cast<unsigned long long *>(a.counters);
     clear_previous<TPB>(a);
     /* 32-bit ticket arithmetic: the host keeps rows * slices + blocks below 2^31. */
@@ -430,7 +465,12 @@ __device__ void softmax_split_held_pipelined(const fc_softmax_args &a) {
         if constexpr (MERGED_ONCE) parked_max_shared[threadIdx.x] = m;
         const int p = t;
         if (MERGED_ONCE && deferred) merge_if_completed(p);
-        t = draw();
+        if constexpr (STALL_PREFETCH)
+            t = draw_ticket(state, &ticket, [&](int drawn) {
+                plan_stall_prefetch<H>(a, slices, total, drawn, p / slices, &prefetch_plan);
+            });
+        else
+            t = draw();
         const int row = p / slices, slice = p - row * slices;
         if (t < total) {
             m = take(t);
@@ -439,6 +479,7 @@ __device__ void softmax_split_held_pipelined(const fc_softmax_args &a) {
                 if (!deferred) merge_if_completed(t);
             }
         }
+        if (STALL_PREFETCH && threadIdx.x == 0) issue_stall_prefetch(&prefetch_plan);
         float2 r;
         if (MERGED_ONCE) {
             if (threadIdx.x == 0)
@@ -459,6 +500,10 @@ __device__ void softmax_split_held_pipelined(const fc_softmax_args &a) {
 template <int TPB, typename H>
 __device__ void softmax_split_held_pipelined_merged(const fc_softmax_args &a) {
     softmax_split_held_pipelined<TPB, H, true>(a);
+}
+template <int TPB, typename H>
+__device__ void softmax_split_held_pipelined_merged_prefetch(const fc_softmax_args &a) {
+    softmax_split_held_pipelined<TPB, H, true, true>(a);
 }
 
 /* FC_SOFTMAX_SPLIT_HELD_BLOCKS_PER_SM blocks per SM: 64 registers per thread at 256 threads,
@@ -527,6 +572,32 @@ FC_SOFTMAX_FOR_DTYPES(FC_SPLIT_HELD_PIPELINED_KERNEL, 0)
  * (sm_90a); held_bits::each_vector's scale-1 branch is what removed that, and they take it with
  * no change of their own. */
 FC_SOFTMAX_FOR_DTYPES(FC_SPLIT_HELD_PIPELINED_MERGED_KERNEL, 0)
+/* The merged kernel with the stall prefetch, f32 only: 64 registers, 0 spill bytes (nvcc 13,
+ * sm_90a); the 16-bit forms spilled 16 bytes. */
+FC_SPLIT_HELD_ENTRY(split_held_pipelined_merged_prefetch, f32, FC_SOFTMAX_SPLIT_HELD_THREADS,
+                    FC_SOFTMAX_SPLIT_HELD_BLOCKS_PER_SM,
+                    softmax_split_held_pipelined_merged_prefetch, FC_HELD_BITS(FC_F32))
+/* The merged kernel in deep blocks: 128 threads of 88 f32 values or 176 16-bit ones (slices of
+ * 11264 or 22528 columns, 44 KiB), four an SM at up to 128 registers, so that an SM holds
+ * 352 KiB of slices (176 in registers, 176 parked) where the 256-thread form holds 256 (128 +
+ * 128: its registers are half data at the 64-register cap). Its grid's 1056 places hold rows
+ * of up to 1055 such slices, ~11.9M f32 or ~23.8M 16-bit columns, one read and one write
+ * where the other kernels stop at ~8.6M (merged) or ~9.7M (ring) f32 columns. Not a faster
+ * form of the rows they take: 8x8388608 f32, 745 slices of 11264 in the 1056 places against
+ * the merged kernel's 1024 of 8192, ran 3 % slower (half as many warps an SM to hide the
+ * loads' latency; softmax_plan.c, deep_suits). 0 spill bytes, 125 registers (f32) and 128
+ * (16-bit) (nvcc 13, sm_90a; 128 on sm_80/86/89); 96 f32 values a thread spilled 12 bytes and
+ * passed the 48 KiB of static shared memory. */
+#define FC_HELD_BITS_DEEP(DT)                                                                  \
+    held_bits<DT, FC_SOFTMAX_SPLIT_HELD_DEEP_THREADS,                                          \
+              DT == FC_F32 ? FC_SOFTMAX_SPLIT_HELD_DEEP_ITEMS                                  \
+                           : FC_SOFTMAX_SPLIT_HELD_DEEP_BITS_ITEMS>
+#define FC_SPLIT_HELD_PIPELINED_MERGED_DEEP_KERNEL(dt_name, DT, unused)                        \
+    FC_SPLIT_HELD_ENTRY(split_held_pipelined_merged_deep, dt_name,                              \
+                        FC_SOFTMAX_SPLIT_HELD_DEEP_THREADS,                                     \
+                        FC_SOFTMAX_SPLIT_HELD_DEEP_BLOCKS_PER_SM,                               \
+                        softmax_split_held_pipelined_merged, FC_HELD_BITS_DEEP(DT))
+FC_SOFTMAX_FOR_DTYPES(FC_SPLIT_HELD_PIPELINED_MERGED_DEEP_KERNEL, 0)
 /* The wide one-ticket kernel for 16-bit inputs: blocks of WIDE_THREADS (two per SM at 64
  * registers) holding slices of 32768 columns as their bits. The host gives it whole rows of
  * 16385..32768 columns (one slice, no ticket, no exchange): two rows in flight per SM where the

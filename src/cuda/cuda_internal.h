@@ -111,6 +111,15 @@ typedef struct fc_cuda_kernels {
      * dtype. */
     CUfunction softmax_split_held_pipelined_merged[FC_CUDA_DTYPES];
     int softmax_split_held_pipelined_merged_blocks_per_sm[FC_CUDA_DTYPES];
+    /* The merged kernel with the stall prefetch (f32 only, as a.prefetch tickets ahead:
+     * cuda/softmax_split_held.cuh) and its blocks per SM. */
+    CUfunction softmax_split_held_pipelined_merged_prefetch_f32;
+    int softmax_split_held_pipelined_merged_prefetch_blocks_per_sm;
+    /* The merged kernel in deep blocks (FC_SOFTMAX_SPLIT_HELD_DEEP_THREADS threads of
+     * DEEP_ITEMS f32 or DEEP_BITS_ITEMS 16-bit values, cuda/softmax_split_held.cuh, every
+     * dtype) and its blocks per SM. */
+    CUfunction softmax_split_held_pipelined_merged_deep[FC_CUDA_DTYPES];
+    int softmax_split_held_pipelined_merged_deep_blocks_per_sm[FC_CUDA_DTYPES];
     /* The ring form of the pipelined kernel (cuda/softmax_split_held_ring.cuh, every dtype),
      * its blocks per SM with its ring of softmax_split_held_ring_smem bytes of dynamic shared
      * memory a block. */

@@ -137,9 +137,10 @@ static int forced_carveout(void) {
     return v && *v && *end == '\0' && n >= -1 && n <= 100 ? (int)n : -2;
 }
 
-/* blocks_per_sm of a pipelined kernel f that wants `wanted` blocks an SM with `dynamic` bytes
- * of dynamic shared memory a block (the ring's; 0 for the others), its carveout set. */
-static CUresult size_pipelined_kernel(CUfunction f, CUdevice device, int wanted,
+/* blocks_per_sm of a pipelined kernel f of `threads` a block that wants `wanted` blocks an SM
+ * with `dynamic` bytes of dynamic shared memory a block (the ring's; 0 for the others), its
+ * carveout set. */
+static CUresult size_pipelined_kernel(CUfunction f, CUdevice device, int threads, int wanted,
                                       unsigned dynamic, int *blocks_per_sm) {
     const int forced = forced_carveout();
     const int carveout = forced >= -1 ? forced : carveout_for(f, device, wanted, dynamic);
@@ -147,15 +148,13 @@ static CUresult size_pipelined_kernel(CUfunction f, CUdevice device, int wanted,
     /* a refused hint changes nothing but the occupancy, which the query below reads */
     (void)fc_cu()->FuncSetAttribute(f, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
                                     carveout);
-    r = fc_cu()->OccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, f,
-                                                           FC_SOFTMAX_SPLIT_HELD_THREADS, dynamic);
+    r = fc_cu()->OccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, f, threads, dynamic);
     if (r != CUDA_SUCCESS || forced >= -1 || *blocks_per_sm >= wanted ||
         carveout == CU_SHAREDMEM_CARVEOUT_MAX_SHARED)
         return r;
     (void)fc_cu()->FuncSetAttribute(f, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
                                     CU_SHAREDMEM_CARVEOUT_MAX_SHARED);
-    return fc_cu()->OccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, f,
-                                                              FC_SOFTMAX_SPLIT_HELD_THREADS, dynamic);
+    return fc_cu()->OccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, f, threads, dynamic);
 }
 
 /* The ring kernel: its dynamic shared memory allowed (past the default 48 KiB a block), then
@@ -171,7 +170,8 @@ static CUresult size_ring_kernel(fc_cuda_context *ctx, int dt) {
     if (fc_cu()->FuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                   (int)smem) != CUDA_SUCCESS)
         return CUDA_SUCCESS; /* not this GPU: the pipelined kernel stays */
-    return size_pipelined_kernel(f, ctx->device, FC_SOFTMAX_SPLIT_HELD_RING_BLOCKS_PER_SM, smem,
+    return size_pipelined_kernel(f, ctx->device, FC_SOFTMAX_SPLIT_HELD_THREADS,
+                                 FC_SOFTMAX_SPLIT_HELD_RING_BLOCKS_PER_SM, smem,
                                  &k->softmax_split_held_ring_blocks_per_sm[dt]);
 }
 
@@ -190,12 +190,24 @@ static flashcl_status size_split_held_kernel(fc_cuda_context *ctx, int dt) {
             FC_SOFTMAX_SPLIT_HELD_THREADS, 0);
     if (r == CUDA_SUCCESS)
         r = size_pipelined_kernel(k->softmax_split_held_pipelined[dt], ctx->device,
+                                  FC_SOFTMAX_SPLIT_HELD_THREADS,
                                   FC_SOFTMAX_SPLIT_HELD_BLOCKS_PER_SM, 0,
                                   &k->softmax_split_held_pipelined_blocks_per_sm[dt]);
     if (r == CUDA_SUCCESS && k->softmax_split_held_pipelined_merged[dt])
         r = size_pipelined_kernel(k->softmax_split_held_pipelined_merged[dt], ctx->device,
+                                  FC_SOFTMAX_SPLIT_HELD_THREADS,
                                   FC_SOFTMAX_SPLIT_HELD_BLOCKS_PER_SM, 0,
                                   &k->softmax_split_held_pipelined_merged_blocks_per_sm[dt]);
+    if (r == CUDA_SUCCESS && dt == FLASHCL_F32)
+        r = size_pipelined_kernel(k->softmax_split_held_pipelined_merged_prefetch_f32,
+                                  ctx->device, FC_SOFTMAX_SPLIT_HELD_THREADS,
+                                  FC_SOFTMAX_SPLIT_HELD_BLOCKS_PER_SM, 0,
+                                  &k->softmax_split_held_pipelined_merged_prefetch_blocks_per_sm);
+    if (r == CUDA_SUCCESS)
+        r = size_pipelined_kernel(k->softmax_split_held_pipelined_merged_deep[dt], ctx->device,
+                                  FC_SOFTMAX_SPLIT_HELD_DEEP_THREADS,
+                                  FC_SOFTMAX_SPLIT_HELD_DEEP_BLOCKS_PER_SM, 0,
+                                  &k->softmax_split_held_pipelined_merged_deep_blocks_per_sm[dt]);
     if (r == CUDA_SUCCESS) r = size_ring_kernel(ctx, dt);
     if (r == CUDA_SUCCESS && k->softmax_split_held_wide[dt])
         r = fc_cu()->OccupancyMaxActiveBlocksPerMultiprocessor(
@@ -240,6 +252,11 @@ static flashcl_status get_softmax_kernels(fc_cuda_context *ctx, int dt) {
     if (dt != FLASHCL_F32) FC_GET_(softmax_split_held_bits, "fc_softmax_split_held_bits")
     FC_GET_(softmax_split_held_pipelined, "fc_softmax_split_held_pipelined")
     FC_GET_(softmax_split_held_pipelined_merged, "fc_softmax_split_held_pipelined_merged")
+    if (st == FLASHCL_SUCCESS && dt == FLASHCL_F32)
+        st = get_function(ctx, &k->softmax_split_held_pipelined_merged_prefetch_f32,
+                          "fc_softmax_split_held_pipelined_merged_prefetch_f32");
+    FC_GET_(softmax_split_held_pipelined_merged_deep,
+            "fc_softmax_split_held_pipelined_merged_deep")
     FC_GET_(softmax_split_held_ring, "fc_softmax_split_held_ring")
     FC_GET_(softmax_split_held_narrow, "fc_softmax_split_held_narrow")
     if (dt != FLASHCL_F32)

@@ -237,6 +237,7 @@ static flashcl_status run_split_held(fc_cuda_context *ctx, const fc_softmax_desc
     a->clear = state.clear_at;
     a->clear_words = state.clear_words;
     a->clear_per = state.clear_per;
+    a->prefetch = (int16_t)h->stall_prefetch; /* the merged f32 kernel's; 0 for the others */
     if (slices > ctx->sm_count) { /* only the pipelined kernel (plan_split_held) */
         void *params[1] = {a};
         const CUresult r = fc_cu()->LaunchCooperativeKernel(

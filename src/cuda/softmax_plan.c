@@ -34,9 +34,15 @@
  *                     (cuda/softmax_split_held_ring.cuh), while they are at most two slices
  *                     per ring block (~6.5M f32, ~13M 16-bit columns); then the merged
  *                     pipelined form, where the block that completes a row merges its (max,
- *                     sum) once for all the others to read, up to twice the pipelined
- *                     grid's blocks less one (~8.6M and ~17.3M columns); then the ring again,
- *                     up to three times its blocks less one (~9.7M and ~19.4M) (ring_suits).
+ *                     sum) once for all the others to read (for f32 rows of 880 slices or
+ *                     more, prefetching into L2 while it waits: stall_prefetch_ahead), up to
+ *                     twice the pipelined grid's blocks less one (~8.6M and ~17.3M columns);
+ *                     then the ring again,
+ *                     up to three times its blocks less one (~9.7M and ~19.4M) (ring_suits),
+ *                     for 16-bit rows; f32 rows past the merged kernel's ~8.6M columns, and
+ *                     16-bit rows past the ring's, take the merged kernel in deep blocks (128
+ *                     threads of 88 f32 or 176 16-bit values, four an SM) up to ~11.9M and
+ *                     ~23.8M columns (deep_suits).
  *                     Rows that do not start 16-byte aligned (odd lengths, element offsets)
  *                     are held in their shifted layout, counted from the 16-byte boundary
  *                     before each row, so that their vectors load and store 16 bytes at a
@@ -60,6 +66,9 @@
  * blocks where the ring does not suit them better);
  * FLASHCL_CUDA_SOFTMAX_PIPELINE_RING=1 gives every pipelined row the ring kernel, =0 none (by
  * default rows longer than the pipelined kernels take; A/B, tests);
+ * FLASHCL_CUDA_SOFTMAX_STALL_PREFETCH=n sets the merged f32 kernel's prefetch (tickets ahead, 0:
+ * none) and FLASHCL_CUDA_SOFTMAX_DEEP=0|1|2 where the deep blocks go (stall_prefetch_ahead,
+ * deep_suits; A/B, tests);
  * FLASHCL_CUDA_SOFTMAX_NO_SHIFT=1 loads and stores unaligned rows element by element in the
  * split-held and register kernels, as before the shifted layout (A/B, tests);
  * FLASHCL_CUDA_SOFTMAX_PIPELINED_CARVEOUT=n replaces the pipelined kernels' shared-memory
@@ -76,6 +85,10 @@
 #include "../text.h"
 
 #define FC_SPLIT_HELD_SLICE ((int64_t)FC_SOFTMAX_SPLIT_HELD_THREADS * FC_SOFTMAX_SPLIT_HELD_ITEMS)
+#define FC_SPLIT_HELD_DEEP_SLICE                                                              \
+    ((int64_t)FC_SOFTMAX_SPLIT_HELD_DEEP_THREADS * FC_SOFTMAX_SPLIT_HELD_DEEP_ITEMS)
+#define FC_SPLIT_HELD_DEEP_BITS_SLICE                                                         \
+    ((int64_t)FC_SOFTMAX_SPLIT_HELD_DEEP_THREADS * FC_SOFTMAX_SPLIT_HELD_DEEP_BITS_ITEMS)
 #define FC_SPLIT_HELD_BITS_SLICE \
     ((int64_t)FC_SOFTMAX_SPLIT_HELD_THREADS * FC_SOFTMAX_SPLIT_HELD_BITS_ITEMS)
 #define FC_SPLIT_HELD_WIDE_SLICE \
@@ -294,6 +307,60 @@ static int narrow_bits(const fc_cuda_context *ctx, int64_t cols) {
             cols % FC_SPLIT_HELD_BITS_SLICE <= FC_SPLIT_HELD_NARROW_BITS_SLICE);
 }
 
+/* Tickets ahead for the merged f32 kernel's stall prefetch (cuda/softmax_split_held.cuh) on a
+ * row of `slices` slices, `fit` the pipelined grid's blocks; 0: the plain merged kernel. Five
+ * eighths of the grid ahead (330 tickets on 132 SMs) for rows of at least 2 * fit - fit / 3
+ * slices (880), where the grid waits longest at each row's end. H100, 2026-12-07, flashcl-bench
+ * ms, two rounds, plain merged against 330 ahead: 8x8388608 (1024 slices) 0.2280, 0.2276
+ * against 0.2163, 0.2167; 4x8600000 (1050) 0.1228, 0.1226 against 0.1180, 0.1179; 4x8000000
+ * (977) 0.1126, 0.1124 against 0.1078, 0.1077; 4x7500000 (916) 0.1063, 0.1062 against 0.1033,
+ * 0.1041; 4x7000000 (855) level, 0.0987 against 0.0985, where session 47's second machine had
+ * it 1 % slower (bench/results/2026-12-07-session48.md, -session47.md: a whole grid ahead or
+ * more lost everywhere). FLASHCL_CUDA_SOFTMAX_STALL_PREFETCH=n sets it (0: off; A/B, tests). */
+static int stall_prefetch_ahead(const fc_cuda_context *ctx, int64_t slices, int64_t fit) {
+    const long asked = fc_env_long("FLASHCL_CUDA_SOFTMAX_STALL_PREFETCH", -1);
+    (void)ctx;
+    if (asked >= 0) return asked < 32768 ? (int)asked : 0;
+    return slices >= 2 * fit - fit / 3 ? (int)(fit * 5 / 8) : 0;
+}
+
+/* Whether the merged kernel in deep blocks (cuda/softmax_split_held.cuh; at most twice its
+ * grid's blocks less one slice of 11264 f32 or 22528 16-bit columns: ~11.9M and ~23.8M columns
+ * on 132 SMs) takes a pipelined row, whose plan so far is h (slices of h's columns, fit the
+ * pipelined grid's blocks): f32 rows longer than the merged kernel takes (past 2 * fit - 1
+ * slices of 8192, ~8.65M columns), and 16-bit rows that no other split-held kernel takes (past
+ * the ring's ~19.4M columns). Its larger slices were slower wherever the other kernels take
+ * the row. H100, 2026-12-07, flashcl-bench ms, deep against the default of the time, two
+ * rounds: f32 4x9500000 0.1355, 0.1352 against the ring's 0.1496, 0.1493; 4x11000000 0.1566,
+ * 0.1566 against 0.1916, 0.1914 (not split-held); 8x8388608 0.2352, 0.2340 against the merged
+ * kernel's 0.2280, 0.2276; 4x6400000 0.0961 against 0.0895 (ring); 16x4194304 0.2083 against
+ * 0.1957 (pipelined); f16 2x22000000 0.0806 against 0.1045 (not split-held), 4x16777216
+ * 0.1195 against 0.1176 (merged), 4x12000000 0.0898 against 0.0845 (ring)
+ * (bench/results/2026-12-07-session48.md). FLASHCL_CUDA_SOFTMAX_DEEP=0 never, =1 every row that
+ * h gives the merged or the ring kernel, =2 every pipelined row (A/B, tests). */
+static int deep_suits(const fc_cuda_context *ctx, const fc_softmax_desc *d,
+                      const fc_cuda_held_kernels *h, int64_t slices, int64_t fit,
+                      fc_cuda_held_kernels *deep) {
+    const fc_cuda_kernels *k = &ctx->kernels;
+    const int dt = (int)d->x_dtype;
+    const long asked = fc_env_long("FLASHCL_CUDA_SOFTMAX_DEEP", -1);
+    if (!k->softmax_split_held_pipelined_merged_deep[dt] || !ctx->cooperative || asked == 0 ||
+        (asked == 1 && !h->merged && !h->ring))
+        return 0;
+    if (asked < 0 && !(d->x_dtype == FLASHCL_F32 ? slices > 2 * fit - 1
+                                                 : fc_cuda_plan_split_held(ctx, d, h) == 0))
+        return 0;
+    memset(deep, 0, sizeof *deep);
+    deep->kernel = k->softmax_split_held_pipelined_merged_deep[dt];
+    deep->slice_cols =
+        d->x_dtype == FLASHCL_F32 ? FC_SPLIT_HELD_DEEP_SLICE : FC_SPLIT_HELD_DEEP_BITS_SLICE;
+    deep->blocks_per_sm = k->softmax_split_held_pipelined_merged_deep_blocks_per_sm[dt];
+    deep->threads = FC_SOFTMAX_SPLIT_HELD_DEEP_THREADS;
+    deep->pipelined = 1;
+    deep->merged = 1;
+    return fc_cuda_plan_split_held(ctx, d, deep) > 0;
+}
+
 /* Whether a pipelined row takes the ring kernel (cuda/softmax_split_held_ring.cuh) rather than the
  * pipelined kernel h (its merged form for rows of more slices than its grid's blocks, or any row
  * where forced): only where three ring blocks fit an SM, and only rows of more slices than the
@@ -366,6 +433,15 @@ fc_cuda_held_kernels fc_cuda_pick_held(const fc_cuda_context *ctx, const fc_soft
             h.merged = 0;
             h.ring = 1;
         }
+        if (h.merged && f32 && k->softmax_split_held_pipelined_merged_prefetch_f32) {
+            h.stall_prefetch = stall_prefetch_ahead(ctx, slices, fit);
+            if (h.stall_prefetch > 0) {
+                h.kernel = k->softmax_split_held_pipelined_merged_prefetch_f32;
+                h.blocks_per_sm = k->softmax_split_held_pipelined_merged_prefetch_blocks_per_sm;
+            }
+        }
+        fc_cuda_held_kernels deep;
+        if (deep_suits(ctx, d, &h, slices, fit, &deep)) h = deep;
     } else if (bits && !f32 && k->softmax_split_held_narrow[dt] && narrow_bits(ctx, d->cols)) {
         /* 16-bit rows whose last 16384-column slice would be at most half full, in blocks of 128
          * holding slices of 8192 as their bits: the same columns in fewer idle threads. f16 ms

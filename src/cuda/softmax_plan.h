@@ -73,6 +73,7 @@ typedef struct fc_cuda_held_kernels {
     int merged;    /* pipelined, rows of up to twice its grid's blocks: the merged kernel */
     int ring;      /* pipelined, rows of up to three times its grid's blocks: the ring kernel */
     unsigned smem; /* dynamic shared memory a block (the ring's; 0 for the others) */
+    int stall_prefetch; /* merged f32 kernel: its stall prefetch's tickets ahead (0: none) */
     int64_t shift; /* columns a row's shifted layout may add before it (0: not shifted) */
 } fc_cuda_held_kernels;
 

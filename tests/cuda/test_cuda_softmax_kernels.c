@@ -128,12 +128,14 @@ static void test_dependent_launch_chain(void **state) {
  * of more (its blocks then take several tickets each), its ring form
  * (FLASHCL_CUDA_SOFTMAX_PIPELINE_RING=1 too; where three ring blocks fit an SM), which must
  * match the pipelined kernel bit for bit on every shape, and its merged form on every row of
- * every dtype (FLASHCL_CUDA_SOFTMAX_PIPELINE_MERGED=2 too), which must match it bit for bit on
- * rows of more than 128 slices: the pipelined kernel gathers their words in the merged kernel's
+ * every dtype (FLASHCL_CUDA_SOFTMAX_PIPELINE_MERGED=2 too; FLASHCL_CUDA_SOFTMAX_STALL_PREFETCH=0
+ * and, for f32, =100: the merged kernel's stall-prefetch form), which must match it bit for bit
+ * on rows of more than 128 slices: the pipelined kernel gathers their words in the merged kernel's
  * tree (merge_words), shorter rows in warp 0's (FC_SPLIT_HELD_WARP_GATHER_SLICES,
- * cuda/softmax_split_exchange.cuh). Each is checked against host_ref. The
- * pipelined kernel computes the one-ticket kernels' expressions over the same slices, so it
- * must match them bit for bit: the f32-held one for f32 inputs, the bits-held one in blocks of
+ * cuda/softmax_split_exchange.cuh); and the merged form in deep blocks
+ * (FLASHCL_CUDA_SOFTMAX_DEEP=2: slices of 11264 f32 or 22528 16-bit columns, other sums). Each
+ * is checked against host_ref. The pipelined kernel computes the one-ticket kernels'
+ * expressions over the same slices, so it must match them bit for bit: the f32-held one for f32 inputs, the bits-held one in blocks of
  * 256 for 16-bit ones. Holders of 16-bit inputs over other slices sum over different trees, so
  * they may differ from it in the last bits. Rows of more slices than SMs take only the
  * pipelined kernel (cooperatively) and are checked against host_ref alone. */
@@ -212,11 +214,16 @@ static void test_split_held_kernels_agree(void **state) {
                  host_ref_dtype_name(yt), (long long)rows, (long long)cols,
                  (double)shapes[s].scale, shapes[s].log ? " log" : "");
         /* kernel 0: AUTO's, 1: f32-held (256), 2: bits-held (256), 3: pipelined, 4: its ring
-         * form, 5: its merged form; clear 0: by the kernels, 1: the host */
-        for (int pass = 0; pass < 12; pass++) {
+         * form, 5: its merged form (without the stall prefetch), 6: the merged form with the
+         * stall prefetch (f32; 16-bit rows take 5's kernel again), 7: the merged form in deep
+         * blocks (FLASHCL_CUDA_SOFTMAX_DEEP=2; slices of 11264 f32 or 22528 16-bit columns, so
+         * checked against host_ref alone); clear 0: by the kernels, 1: the
+         * host */
+        for (int pass = 0; pass < 16; pass++) {
             const int kernel = pass / 2, host_clears = pass % 2;
             static const char *const names[] = {"AUTO's", "f32-held", "bits-held", "pipelined",
-                                                "ring", "merged"};
+                                                "ring", "merged", "merged, stall prefetch",
+                                                "merged, deep blocks"};
             unsigned char *out = host_clears ? y_host : y_first;
             memset(out, 0x5a, y_bytes);
             assert_int_equal(flashcl_buffer_write(yb, 0, out, y_bytes), FLASHCL_SUCCESS); /* poison */
@@ -225,7 +232,10 @@ static void test_split_held_kernels_agree(void **state) {
             if (kernel == 1 || kernel == 2) setenv("FLASHCL_CUDA_SOFTMAX_NO_NARROW", "1", 1);
             if (kernel >= 3) setenv("FLASHCL_CUDA_SOFTMAX_PIPELINE_SLICES", "1", 1);
             if (kernel == 4) setenv("FLASHCL_CUDA_SOFTMAX_PIPELINE_RING", "1", 1);
-            if (kernel == 5) setenv("FLASHCL_CUDA_SOFTMAX_PIPELINE_MERGED", "2", 1);
+            if (kernel >= 5) setenv("FLASHCL_CUDA_SOFTMAX_PIPELINE_MERGED", "2", 1);
+            if (kernel >= 5)
+                setenv("FLASHCL_CUDA_SOFTMAX_STALL_PREFETCH", kernel == 6 ? "100" : "0", 1);
+            if (kernel == 7) setenv("FLASHCL_CUDA_SOFTMAX_DEEP", "2", 1);
             if (flashcl_softmax(g_ctx, &params, &x, &y) != FLASHCL_SUCCESS)
                 fail_msg("flashcl_softmax: %s", flashcl_last_error());
             unsetenv("FLASHCL_CUDA_SOFTMAX_HOST_CLEAR");
@@ -234,6 +244,8 @@ static void test_split_held_kernels_agree(void **state) {
             unsetenv("FLASHCL_CUDA_SOFTMAX_PIPELINE_SLICES");
             unsetenv("FLASHCL_CUDA_SOFTMAX_PIPELINE_RING");
             unsetenv("FLASHCL_CUDA_SOFTMAX_PIPELINE_MERGED");
+            unsetenv("FLASHCL_CUDA_SOFTMAX_STALL_PREFETCH");
+            unsetenv("FLASHCL_CUDA_SOFTMAX_DEEP");
             assert_int_equal(flashcl_buffer_read(yb, 0, out, y_bytes), FLASHCL_SUCCESS);
             if (!host_clears) continue;
             if (memcmp(y_first, y_host, y_bytes) != 0)
@@ -251,8 +263,10 @@ static void test_split_held_kernels_agree(void **state) {
             if (kernel == 3) memcpy(y_pipelined, y_host, y_bytes);
             if (kernel == 4 && memcmp(y_pipelined, y_host, y_bytes) != 0)
                 fail_msg("%s: the ring kernel's bits differ from the pipelined kernel's", what);
-            if (kernel == 5 && slices > 128 && memcmp(y_pipelined, y_host, y_bytes) != 0)
-                fail_msg("%s: the merged kernel's bits differ from the pipelined kernel's", what);
+            if ((kernel == 5 || kernel == 6) && slices > 128 &&
+                memcmp(y_pipelined, y_host, y_bytes) != 0)
+                fail_msg("%s: the %s kernel's bits differ from the pipelined kernel's", what,
+                         names[kernel]);
         }
         flashcl_buffer_destroy(xb);
         flashcl_buffer_destroy(yb);
