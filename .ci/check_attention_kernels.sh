@@ -9,6 +9,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+# The newest clang for every compile below, as check_kernels.sh takes it.
+clang=$(bash .ci/find_clang.sh)
 
 echo "== attention kernels for AMD gfx90a and SPIR (GPU tiles, generic CPU kernels, program parts)"
 # The last four are parts as the library builds them: one dtype's prefill and key-parallel
@@ -18,7 +20,7 @@ for defs in "" "-DFC_ATTN_GENERIC" "-DFC_SG_KHR -cl-std=CL2.0" "-DFC_DTYPES=2 -D
     "-DFC_DTYPES=0 -DFC_ATTN_KINDS=8" "-DFC_ATTN_GENERIC -DFC_ATTN_KINDS=2" \
     "-DFC_ATTN_GENERIC -DFC_ATTN_CPU=1"; do
   # shellcheck disable=SC2086
-  clang -x cl -cl-std=CL2.0 -target amdgcn-amd-amdhsa -mcpu=gfx90a -nogpulib -Werror \
+  "$clang" -x cl -cl-std=CL2.0 -target amdgcn-amd-amdhsa -mcpu=gfx90a -nogpulib -Werror \
     -I cl $defs -c cl/attention.cl -o /dev/null
   echo "ok    attention.cl for gfx90a ${defs:-(GPU defaults)}"
 done
@@ -27,19 +29,18 @@ done
 # OpenCL C for them (to LLVM IR: there is no Intel backend here).
 for defs in "-DFC_SG_NONE" "-DFC_SG_NONE -DFC_ATTN_GENERIC -DFC_ATTN_CPU=1"; do
   # shellcheck disable=SC2086
-  clang -x cl -cl-std=CL2.0 -target spir64 -S -emit-llvm -Werror -I cl $defs -c cl/attention.cl \
-    -o /dev/null
+  "$clang" -x cl -cl-std=CL2.0 -target spir64 -S -emit-llvm -Werror -I cl $defs \
+    -c cl/attention.cl -o /dev/null
   echo "ok    attention.cl for spir64 $defs"
 done
 
 echo "== tensor-core attention program (NVIDIA inline PTX) for nvptx64"
 # Built by the library only for NVIDIA GPUs; here clang checks the OpenCL C and the asm
 # operands, and that the register arrays stay in registers (no local-memory stack frame).
-nvclang=$(bash .ci/find_clang.sh)
 cat cl/ptx_async.h cl/attention_common.cl cl/attention_mma.cl cl/attention_mma_tf32x3.cl \
   > "$work/attention_mma.cl"
 for warps in 4 8; do
-  "$nvclang" -x cl -cl-std=CL1.2 -target nvptx64-nvidia-nvcl -S -O2 -Werror \
+  "$clang" -x cl -cl-std=CL1.2 -target nvptx64-nvidia-nvcl -S -O2 -Werror \
     -DFLASHCL_EMBEDDED -DFC_SG_NV_PTX -DFC_MMA_WARPS=$warps "$work/attention_mma.cl" \
     -o "$work/attention_mma.ptx"
   test "$(grep -c 'mma.sync.aligned.m16n8k16' "$work/attention_mma.ptx")" -gt 0
@@ -51,7 +52,7 @@ for warps in 4 8; do
 done
 # The f32 program as NVIDIA sm80+ builds it: with the cp.async form of the decode kernel
 # (every kernel on; the library's default leaves the four-row one and D256 out).
-"$nvclang" -x cl -cl-std=CL1.2 -target nvptx64-nvidia-nvcl -S -O2 -Werror -I cl -DFC_SG_NV_PTX \
+"$clang" -x cl -cl-std=CL1.2 -target nvptx64-nvidia-nvcl -S -O2 -Werror -I cl -DFC_SG_NV_PTX \
   -DFC_HALF_IMPL=2 -DFC_DTYPES=1 -DFC_ATTN_KINDS=5 -DFC_ATTN_ASYNC=1 '-DFC_ATTN_A4_64=(64,4,16,2)' \
   '-DFC_ATTN_A4_128=(64,4,16,2)' '-DFC_ATTN_A256=(64,8,8,2)' cl/attention.cl \
   -o "$work/attention_f32.ptx"

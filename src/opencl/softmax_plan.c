@@ -55,6 +55,7 @@
  * Forced variants run whenever they can: ROW_IN_REGISTERS takes rows held or raw (UNSUPPORTED
  * past the raw cap); SPLIT_ROW takes the cooperative split row where built and a row fits,
  * else the ordered split where built (legacy: cooperative or 3-pass). */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -405,8 +406,9 @@ static int fc_plan_coop(fc_plan *p, const fc_cl_device *dev, const fc_softmax_ke
 static int fc_plan_pipe(fc_plan *p, const fc_cl_device *dev, const fc_softmax_kernels *k,
                         flashcl_dtype x_dtype, int64_t rows)
 {
-    const char *from_env = getenv("FLASHCL_SOFTMAX_PIPE_SLICES"); /* asked: any dtype or size */
-    const long from = fc_env_long("FLASHCL_SOFTMAX_PIPE_SLICES", 32);
+    /* set (LONG_MIN: not), it also takes any dtype and size */
+    const long asked = fc_env_long("FLASHCL_SOFTMAX_PIPE_SLICES", LONG_MIN);
+    const long from = asked == LONG_MIN ? 32 : asked;
     const long per_asked = fc_env_long("FLASHCL_SOFTMAX_PIPE_GROUPS", 0);
     const size_t per = per_asked > 0 ? (size_t)per_asked : 4;
     const size_t groups = (size_t)dev->compute_units * per;
@@ -416,7 +418,7 @@ static int fc_plan_pipe(fc_plan *p, const fc_cl_device *dev, const fc_softmax_ke
         p->slices < (unsigned)from || p->wg > k->pipe_wg || parked > k->pipe_floats ||
         groups < p->slices || (uint64_t)rows * p->slices <= groups)
         return 0;
-    if (!(from_env && *from_env) && (x_dtype != FLASHCL_F32 || parked < k->pipe_floats)) return 0;
+    if (asked == LONG_MIN && (x_dtype != FLASHCL_F32 || parked < k->pipe_floats)) return 0;
     p->kind = FC_PLAN_PIPE;
     p->groups = groups;
     return 1;
