@@ -317,9 +317,8 @@ static int narrow_bits(const fc_cuda_context *ctx, int64_t cols) {
  * 0.1041; 4x7000000 (855) level, 0.0987 against 0.0985, where session 47's second machine had
  * it 1 % slower (bench/results/2026-12-07-session48.md, -session47.md: a whole grid ahead or
  * more lost everywhere). FLASHCL_CUDA_SOFTMAX_STALL_PREFETCH=n sets it (0: off; A/B, tests). */
-static int stall_prefetch_ahead(const fc_cuda_context *ctx, int64_t slices, int64_t fit) {
+static int stall_prefetch_ahead(int64_t slices, int64_t fit) {
     const long asked = fc_env_long("FLASHCL_CUDA_SOFTMAX_STALL_PREFETCH", -1);
-    (void)ctx;
     if (asked >= 0) return asked < 32768 ? (int)asked : 0;
     return slices >= 2 * fit - fit / 3 ? (int)(fit * 5 / 8) : 0;
 }
@@ -433,15 +432,16 @@ fc_cuda_held_kernels fc_cuda_pick_held(const fc_cuda_context *ctx, const fc_soft
             h.merged = 0;
             h.ring = 1;
         }
-        if (h.merged && f32 && k->softmax_split_held_pipelined_merged_prefetch_f32) {
-            h.stall_prefetch = stall_prefetch_ahead(ctx, slices, fit);
+        fc_cuda_held_kernels deep;
+        if (deep_suits(ctx, d, &h, slices, fit, &deep)) {
+            h = deep;
+        } else if (h.merged && f32 && k->softmax_split_held_pipelined_merged_prefetch_f32) {
+            h.stall_prefetch = stall_prefetch_ahead(slices, fit);
             if (h.stall_prefetch > 0) {
                 h.kernel = k->softmax_split_held_pipelined_merged_prefetch_f32;
                 h.blocks_per_sm = k->softmax_split_held_pipelined_merged_prefetch_blocks_per_sm;
             }
         }
-        fc_cuda_held_kernels deep;
-        if (deep_suits(ctx, d, &h, slices, fit, &deep)) h = deep;
     } else if (bits && !f32 && k->softmax_split_held_narrow[dt] && narrow_bits(ctx, d->cols)) {
         /* 16-bit rows whose last 16384-column slice would be at most half full, in blocks of 128
          * holding slices of 8192 as their bits: the same columns in fewer idle threads. f16 ms

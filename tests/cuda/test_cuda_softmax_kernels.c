@@ -135,10 +135,11 @@ static void test_dependent_launch_chain(void **state) {
  * cuda/softmax_split_exchange.cuh); and the merged form in deep blocks
  * (FLASHCL_CUDA_SOFTMAX_DEEP=2: slices of 11264 f32 or 22528 16-bit columns, other sums). Each
  * is checked against host_ref. The pipelined kernel computes the one-ticket kernels'
- * expressions over the same slices, so it must match them bit for bit: the f32-held one for f32 inputs, the bits-held one in blocks of
- * 256 for 16-bit ones. Holders of 16-bit inputs over other slices sum over different trees, so
- * they may differ from it in the last bits. Rows of more slices than SMs take only the
- * pipelined kernel (cooperatively) and are checked against host_ref alone. */
+ * expressions over the same slices, so it must match them bit for bit: the f32-held one for
+ * f32 inputs, the bits-held one in blocks of 256 for 16-bit ones. Holders of 16-bit inputs
+ * over other slices sum over different trees, so they may differ from it in the last bits. Rows
+ * of more slices than SMs take only the pipelined kernel (cooperatively) and are checked
+ * against host_ref alone. */
 static void test_split_held_kernels_agree(void **state) {
     static const struct {
         flashcl_dtype xt, yt;
@@ -217,8 +218,7 @@ static void test_split_held_kernels_agree(void **state) {
          * form, 5: its merged form (without the stall prefetch), 6: the merged form with the
          * stall prefetch (f32; 16-bit rows take 5's kernel again), 7: the merged form in deep
          * blocks (FLASHCL_CUDA_SOFTMAX_DEEP=2; slices of 11264 f32 or 22528 16-bit columns, so
-         * checked against host_ref alone); clear 0: by the kernels, 1: the
-         * host */
+         * checked against host_ref alone); clear 0: by the kernels, 1: the host */
         for (int pass = 0; pass < 16; pass++) {
             const int kernel = pass / 2, host_clears = pass % 2;
             static const char *const names[] = {"AUTO's", "f32-held", "bits-held", "pipelined",
