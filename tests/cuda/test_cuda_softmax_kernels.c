@@ -176,6 +176,10 @@ static void test_split_held_kernels_agree(void **state) {
                   /* 672 slices a row: AUTO's ring kernel where 3 ring blocks fit an SM (at
                    * most two slices a ring block, 792 on 132 SMs) */
                   {FLASHCL_F32, FLASHCL_F32, 1, 5500000, 0, 1.0f, 1},
+                  /* 1099 slices of 8192, past the merged kernel's 1055: AUTO's merged kernel in
+                   * deep blocks (800 slices of 11264; deep_suits), which every form this test
+                   * forces but the f32-held one (kernel 1) gives way to as well */
+                  {FLASHCL_F32, FLASHCL_F32, 1, 9000000, 1, 1.0f, 1},
                   /* 130 narrow slices of 4096 (AUTO's one-ticket kernel on a GPU of at least
                    * 130 SMs): past 128 slices a row, gather_row_stats' block form there too */
                   {FLASHCL_F32, FLASHCL_F32, 2, 532480, 1, 1.0f, 1}};
