@@ -125,6 +125,7 @@ set(FLASHCL_CUDA_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/src/cuda/kernels.c
   ${CMAKE_CURRENT_SOURCE_DIR}/src/cuda/softmax.c
   ${CMAKE_CURRENT_SOURCE_DIR}/src/cuda/softmax_plan.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/src/cuda/softmax_plan_held.c
   ${CMAKE_CURRENT_SOURCE_DIR}/src/cuda/split_state.c
   ${CMAKE_CURRENT_SOURCE_DIR}/src/cuda/attention.c)
 target_sources(flashcl_objects PRIVATE ${FLASHCL_CUDA_SOURCES} ${FLASHCL_CUDA_FATBIN_C})

@@ -11,7 +11,7 @@
  * of up to ~19M columns on an H100) stay one read and one write. Three blocks fit an SM (the
  * ring is 64 KiB a block) where the pipelined kernel runs four, which made the ring 4-9 %
  * slower on every row the pipelined kernels take, even 8x8388608, whose rows wait longest
- * there; the host gives it only the longer rows (softmax_plan.c, ring_suits).
+ * there; the host gives it only the longer rows (softmax_plan_held.c, ring_suits).
  *
  * Why it cannot deadlock: a block that waits holds the newest slice in registers (published)
  * and two parked ones (published), and waits only for the oldest one's row. Were every running

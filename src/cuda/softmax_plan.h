@@ -22,6 +22,11 @@ static inline size_t fc_cuda_dtype_bytes(flashcl_dtype dt) { return dt == FLASHC
 
 static inline uint64_t fc_cuda_ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
+/* Blocks of a kernel with blocks_per_sm blocks per SM that the GPU holds at once. */
+static inline int64_t fc_cuda_blocks_fit(const fc_cuda_context *ctx, int blocks_per_sm) {
+    return (int64_t)ctx->sm_count * blocks_per_sm;
+}
+
 /* A register configuration of cuda/softmax.cuh: threads per row, items per thread, threads
  * per block (FC_SOFTMAX_ROW_CONFIGS). */
 typedef struct fc_cuda_row_config {
@@ -77,7 +82,7 @@ typedef struct fc_cuda_held_kernels {
     int64_t shift; /* columns a row's shifted layout may add before it (0: not shifted) */
 } fc_cuda_held_kernels;
 
-/* The split-held kernel for this call (see softmax_plan.c). */
+/* The split-held plans (softmax_plan_held.c). The split-held kernel for this call. */
 fc_cuda_held_kernels fc_cuda_pick_held(const fc_cuda_context *ctx, const fc_softmax_desc *d,
                                        const fc_softmax_args *a);
 /* Blocks of a split-held launch of `tickets` slices. */
@@ -88,6 +93,10 @@ int64_t fc_cuda_plan_split_held(const fc_cuda_context *ctx, const fc_softmax_des
                                 const fc_cuda_held_kernels *h);
 /* 0 when FLASHCL_CUDA_SOFTMAX_SPLIT_HELD=0 turns the split-held kernel off. */
 int fc_cuda_split_held_enabled(void);
+/* 16-bit rows of 8193..32768 columns that a one-ticket split-held kernel holds whole, in one
+ * slice: 1 with *held set, else 0. */
+int fc_cuda_held_whole_rows(const fc_cuda_context *ctx, const fc_softmax_desc *d,
+                            const fc_softmax_args *a, fc_cuda_held_kernels *held);
 
 /* AUTO as before the staged kernel (FLASHCL_CUDA_SOFTMAX_LEGACY=1). */
 fc_cuda_plan_kind fc_cuda_choose_legacy(const fc_cuda_context *ctx, const fc_softmax_desc *d);
