@@ -132,7 +132,16 @@ FC_DEVICE void issue_stall_prefetch(const volatile unsigned long long *plan) {
  * on every shape (H200, 2026-11-26, ms, against this kernel: 1024x131072 f16 0.205-0.206
  * against 0.189, f32 0.336-0.337 against 0.313; 64x1M f16 0.105 against 0.098; 16x4194304 f32
  * 0.234 against 0.210). */
-template <int TPB, typename H, bool MERGED_ONCE = false, bool STALL_PREFETCH = false>
+/* What the pipelined kernel tells a tracer: the moments a block drew and loaded a ticket, and
+ * began and ended its wait for that ticket's row and stored it. The library's kernels trace
+ * nothing (no code); bench/probes/merged_row_end_trace times a row's end with its own. */
+enum { FC_TRACE_DRAWN, FC_TRACE_LOADED, FC_TRACE_WAIT_BEGIN, FC_TRACE_WAIT_END, FC_TRACE_STORED };
+struct no_trace {
+    static FC_DEVICE void at(int, int) {}
+};
+
+template <int TPB, typename H, bool MERGED_ONCE = false, bool STALL_PREFETCH = false,
+          typename Trace = no_trace>
 __device__ void softmax_split_held_pipelined(const fc_softmax_args &a) {
     __shared__ uint4 parked[H::NV * TPB];
     /* Each thread's own max over its parked values: in a register, except in the merged
@@ -170,8 +179,10 @@ __device__ void softmax_split_held_pipelined(const fc_softmax_args &a) {
         if (threadIdx.x == 0) store_word(row_merged(state, a.rows, slices, row), md_pack(r.x, r.y));
     };
     int t = draw();
+    Trace::at(FC_TRACE_DRAWN, t);
     if (t >= total) return; /* uniform across the block */
     float m = take(t);
+    Trace::at(FC_TRACE_LOADED, t);
     bool deferred = MERGED_ONCE; /* the first slice: merged at the loop's top, before any wait */
     for (;;) {
         /* each thread reads back only its own places of parked and parked_max_shared */
@@ -186,15 +197,18 @@ __device__ void softmax_split_held_pipelined(const fc_softmax_args &a) {
             });
         else
             t = draw();
+        Trace::at(FC_TRACE_DRAWN, t);
         const int row = p / slices, slice = p - row * slices;
         if (t < total) {
             m = take(t);
+            Trace::at(FC_TRACE_LOADED, t);
             if (MERGED_ONCE) {
                 deferred = t / slices != row;
                 if (!deferred) merge_if_completed(t);
             }
         }
         if (STALL_PREFETCH && threadIdx.x == 0) issue_stall_prefetch(&prefetch_plan);
+        Trace::at(FC_TRACE_WAIT_BEGIN, p);
         float2 r;
         if (MERGED_ONCE) {
             if (threadIdx.x == 0)
@@ -206,8 +220,10 @@ __device__ void softmax_split_held_pipelined(const fc_softmax_args &a) {
                                       row_arrivals(state, a.rows, slices, row), slices,
                                       warp_slots, &row_stats);
         }
+        Trace::at(FC_TRACE_WAIT_END, p);
         H::store_parked(a, row, slice,
                         MERGED_ONCE ? parked_max_shared[threadIdx.x] : parked_max, r, parked);
+        Trace::at(FC_TRACE_STORED, p);
         if (t >= total) return;
     }
 }
