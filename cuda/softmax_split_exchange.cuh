@@ -142,14 +142,8 @@ FC_DEVICE float2 row_stats_from_words(unsigned long long *slots, unsigned long l
     return gather_row_stats<TPB>(slots, arrived, slices, warp_slots, row_stats);
 }
 
-/* The next ticket of the split state, for every thread of the block (thread 0 draws it into
- * `ticket`): the pipelined kernels' draw. */
-FC_DEVICE int draw_ticket(unsigned long long *state, unsigned *ticket) {
-    if (threadIdx.x == 0) *ticket = (unsigned)atomicAdd(state, 1ull);
-    __syncthreads();
-    return (int)*ticket;
-}
-/* The same, thread 0 calling drawn(ticket) before the block's barrier. */
+/* The next ticket of the split state, for every thread of the block: thread 0 draws it into
+ * `ticket` and calls drawn(ticket) before the block's barrier. */
 template <typename F>
 FC_DEVICE int draw_ticket(unsigned long long *state, unsigned *ticket, F drawn) {
     if (threadIdx.x == 0) {
@@ -159,6 +153,10 @@ FC_DEVICE int draw_ticket(unsigned long long *state, unsigned *ticket, F drawn) 
     }
     __syncthreads();
     return (int)*ticket;
+}
+/* The same with nothing to call: the ticketed kernels' draw. */
+FC_DEVICE int draw_ticket(unsigned long long *state, unsigned *ticket) {
+    return draw_ticket(state, ticket, [](int) {});
 }
 
 /* Loads ticket t's slice into held and publishes its block's (m, d), even for a row of one slice

@@ -54,10 +54,9 @@ template <int TPB, typename H> __device__ void softmax_split_held(const fc_softm
     if (slices == 1) { /* whole rows wait for nothing: the block index is the row, no ticket */
         row = (int)(blockIdx.y * gridDim.x + blockIdx.x);
     } else {
-        if (threadIdx.x == 0) ticket = (unsigned)atomicAdd(state, 1ull);
-        __syncthreads();
-        row = (int)ticket / slices;
-        slice = (int)ticket - row * slices;
+        const int t = draw_ticket(state, &ticket);
+        row = t / slices;
+        slice = t - row * slices;
     }
     H held;
     float m;
