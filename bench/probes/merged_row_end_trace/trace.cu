@@ -24,19 +24,15 @@
     } while (0)
 
 constexpr int EVENTS = 5; // FC_TRACE_DRAWN .. FC_TRACE_STORED
-__device__ unsigned long long *g_stamps; // [ticket * (EVENTS + 1) + event]; + EVENTS: the SM
+__device__ unsigned long long *g_stamps; // [ticket * EVENTS + event]
 __device__ int g_tickets;
 
 struct stamp_trace {
     static FC_DEVICE void at(int event, int t) {
         if (threadIdx.x != 0 || t >= g_tickets) return;
-        unsigned long long now, sm;
+        unsigned long long now;
         asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-        unsigned smid;
-        asm("mov.u32 %0, %%smid;" : "=r"(smid));
-        sm = smid;
-        g_stamps[(size_t)t * (EVENTS + 1) + event] = now;
-        if (event == FC_TRACE_DRAWN) g_stamps[(size_t)t * (EVENTS + 1) + EVENTS] = sm;
+        g_stamps[(size_t)t * EVENTS + event] = now;
     }
 };
 
@@ -92,7 +88,7 @@ int main(int argc, char **argv) {
     CK(cudaMalloc(&dx, bytes));
     CK(cudaMalloc(&dy, bytes));
     CK(cudaMalloc(&dstate, words * 8));
-    CK(cudaMalloc(&dstamps, (size_t)tickets * (EVENTS + 1) * 8));
+    CK(cudaMalloc(&dstamps, (size_t)tickets * EVENTS * 8));
     CK(cudaMemcpy(dx, hx.data(), bytes, cudaMemcpyHostToDevice));
     CK(cudaMemcpyToSymbol(g_stamps, &dstamps, sizeof dstamps));
     CK(cudaMemcpyToSymbol(g_tickets, &tickets, sizeof tickets));
@@ -127,7 +123,7 @@ int main(int argc, char **argv) {
         std::vector<float> ts;
         for (int it = 0; it < 12; it++) {
             CK(cudaMemsetAsync(dstate, 0, words * 8));
-            CK(cudaMemsetAsync(dstamps, 0, (size_t)tickets * (EVENTS + 1) * 8));
+            CK(cudaMemsetAsync(dstamps, 0, (size_t)tickets * EVENTS * 8));
             void *params[] = {&a};
             CK(cudaEventRecord(e0));
             CK(cudaLaunchCooperativeKernel(run.kernel, fit, FC_SOFTMAX_SPLIT_HELD_THREADS, params,
@@ -156,9 +152,9 @@ int main(int argc, char **argv) {
         if (run.kernel == (const void *)fc_softmax_split_held_pipelined_merged_prefetch_f32)
             continue;
         // the last launch's stamps
-        std::vector<unsigned long long> st((size_t)tickets * (EVENTS + 1));
+        std::vector<unsigned long long> st((size_t)tickets * EVENTS);
         CK(cudaMemcpy(st.data(), dstamps, st.size() * 8, cudaMemcpyDeviceToHost));
-        const auto at = [&](int t, int e) { return st[(size_t)t * (EVENTS + 1) + e]; };
+        const auto at = [&](int t, int e) { return st[(size_t)t * EVENTS + e]; };
         unsigned long long t0 = ~0ull, t1 = 0, step = ~0ull;
         for (int t = 0; t < tickets; t++)
             for (int e = 0; e < EVENTS; e++) {
